@@ -1,0 +1,1 @@
+//! The batchfleet worker. The reconcilers land here in later issues.
