@@ -1,1 +1,117 @@
-fn main() {}
+//! `loadtest`: the sim cluster as a process, the quickstart, and (later) load scenarios.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use batchfleet_sim::{SimCluster, SimConfig};
+use clap::{Parser, Subcommand};
+
+mod bench_sim;
+
+#[derive(Parser, Debug)]
+#[command(version, about = "batchfleet load-test harness and sim cluster")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the sim cluster alone: a Kubernetes API emulator with scheduler, kubelet and nodes.
+    Sim(SimArgs),
+    /// The quickstart: start the sim cluster and show how to drive it with kubectl.
+    Up(SimArgs),
+    /// Benchmark the sim cluster with kube-rs clients over loopback.
+    BenchSim(bench_sim::BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    listen: SocketAddr,
+    /// Where to write a kubeconfig for kubectl and kube-rs.
+    #[arg(long, default_value = "target/sim/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Number of simulated nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Run without scheduler and kubelet: pods stay Pending.
+    #[arg(long)]
+    no_kubelet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,hyper=warn".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loadtest: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Sim(args) => run_sim(args, false).await,
+            Command::Up(args) => run_sim(args, true).await,
+            Command::BenchSim(args) => bench_sim::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loadtest: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
+    let config = SimConfig {
+        listen: args.listen,
+        nodes: args.nodes,
+        kubelet: !args.no_kubelet,
+        ..SimConfig::default()
+    };
+    let sim = SimCluster::start(config)
+        .await
+        .with_context(|| format!("starting the sim cluster on {}", args.listen))?;
+    sim.write_kubeconfig(&args.kubeconfig)
+        .with_context(|| format!("writing {}", args.kubeconfig.display()))?;
+    let kubeconfig = std::fs::canonicalize(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
+    println!("sim cluster serving at {} with {} nodes", sim.url(), args.nodes);
+    println!("kubeconfig: {}", kubeconfig.display());
+    println!();
+    println!("  export KUBECONFIG={}", kubeconfig.display());
+    println!("  kubectl get nodes");
+    if quickstart {
+        println!("  kubectl create job hello --image=busybox -- echo hi");
+        println!("  kubectl get pods -w");
+        println!();
+        println!(
+            "The controllers are not part of the quickstart yet: Jobs get no pods until the worker lands."
+        );
+        println!(
+            "Pods you create yourself run through their phases (annotate them with sim.batchfleet.io/run=2s)."
+        );
+    }
+    println!("Press Ctrl-C to stop.");
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    println!("stopping");
+    Ok(())
+}

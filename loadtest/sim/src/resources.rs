@@ -125,7 +125,17 @@ const BUILTINS: &[Builtin] = &[
     b("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], &[], false, &[]),
     b("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], &[], false, &[]),
     b("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], &[], false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, &[], &[], false, &[]),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+        &[],
+        &[],
+        false,
+        &[],
+    ),
     b(
         "apiextensions.k8s.io",
         "v1",
@@ -221,7 +231,9 @@ impl Registry {
         let mut types: Vec<Arc<ResourceType>> = self
             .types
             .iter()
-            .filter(|t| !extra.iter().any(|e| e.group == t.group && e.version == t.version && e.plural == t.plural))
+            .filter(|t| {
+                !extra.iter().any(|e| e.group == t.group && e.version == t.version && e.plural == t.plural)
+            })
             .cloned()
             .collect();
         types.extend(extra.into_iter().map(Arc::new));
@@ -230,7 +242,8 @@ impl Registry {
 
     /// A registry without the versions of `group`/`plural` (a deleted CRD).
     pub fn without(&self, group: &str, plural: &str) -> Self {
-        let types = self.types.iter().filter(|t| !(t.group == group && t.plural == plural)).cloned().collect();
+        let types =
+            self.types.iter().filter(|t| !(t.group == group && t.plural == plural)).cloned().collect();
         Self { types: Arc::new(types) }
     }
 }

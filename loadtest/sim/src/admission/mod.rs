@@ -1,0 +1,284 @@
+//! What the kube-apiserver itself does to batch/v1 Jobs and CronJobs and to v1 Pods on writes:
+//! defaulting, the registry strategies (PrepareForCreate / PrepareForUpdate), the default
+//! admission plugins' pod mutations, and validation with apimachinery's exact messages.
+//! Pure functions over stored JSON; every other kind passes untouched.
+//!
+//! The caller owns generic metadata (name generation, uid, creationTimestamp, resourceVersion,
+//! ObjectMeta validation) and must have put the new uid in `metadata.uid` before
+//! [`admit_create`]. [`admit_update`] sets `metadata.generation` itself (the old value, plus one
+//! when the spec changed), so the caller must not bump it again.
+
+mod common;
+pub mod cron_syntax;
+mod cronjob;
+mod job;
+mod job_status;
+mod pod;
+
+use serde_json::Value;
+
+use crate::field_error::FieldError;
+
+pub use cron_syntax::{CronSchedule, parse_standard};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Job,
+    CronJob,
+    Pod,
+    Other,
+}
+
+fn kind_of(api_version: &str, kind: &str) -> Kind {
+    match (api_version, kind) {
+        ("batch/v1", "Job") => Kind::Job,
+        ("batch/v1", "CronJob") => Kind::CronJob,
+        ("v1", "Pod") => Kind::Pod,
+        _ => Kind::Other,
+    }
+}
+
+/// Create: defaults, PrepareForCreate (Job: generated selector and template labels unless
+/// manualSelector, status `{}`, generation 1; CronJob: status `{}`, generation 1; Pod: admission
+/// plugin defaults, phase Pending / qosClass when absent, generation 1), then validation.
+pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), Vec<FieldError>> {
+    match kind_of(api_version, kind) {
+        Kind::Job => {
+            decode_check(obj, Kind::Job)?;
+            job::default_job(obj);
+            job::prepare_for_create(obj);
+            into_result(job::validate_job(obj, &job::JobOpts::for_create()))
+        }
+        Kind::CronJob => {
+            decode_check(obj, Kind::CronJob)?;
+            cronjob::default_cronjob(obj);
+            cronjob::prepare_for_create(obj);
+            into_result(cronjob::validate_create(obj))
+        }
+        Kind::Pod => {
+            pod::admit_pod_create(obj);
+            Ok(())
+        }
+        Kind::Other => Ok(()),
+    }
+}
+
+/// Main-resource update (PUT/PATCH result, not /status): defaults, PrepareForUpdate (old status
+/// kept, generation = old + 1 when the spec changed), then ValidateJob + ValidateJobUpdate /
+/// ValidateCronJobUpdate. Pods get their defaults and generation only.
+pub fn admit_update(
+    api_version: &str,
+    kind: &str,
+    old: &Value,
+    obj: &mut Value,
+) -> Result<(), Vec<FieldError>> {
+    let k = kind_of(api_version, kind);
+    match k {
+        Kind::Job => {
+            decode_check(obj, k)?;
+            job::default_job(obj);
+            prepare_for_update(old, obj, true);
+            let opts = job::JobOpts::for_update(old);
+            let mut errs = job::validate_job(obj, &opts);
+            errs.extend(job::validate_job_update(obj, old, &opts));
+            into_result(errs)
+        }
+        Kind::CronJob => {
+            decode_check(obj, k)?;
+            cronjob::default_cronjob(obj);
+            prepare_for_update(old, obj, true);
+            into_result(cronjob::validate_update(obj, old))
+        }
+        Kind::Pod => {
+            pod::admit_pod_update(obj);
+            prepare_for_update(old, obj, true);
+            Ok(())
+        }
+        Kind::Other => Ok(()),
+    }
+}
+
+/// /status update: the old spec is kept; Jobs get ValidateJobStatusUpdate with the options the
+/// 1.37 apiserver enables (JobManagedBy GA); CronJob status is not validated upstream.
+pub fn admit_status_update(
+    api_version: &str,
+    kind: &str,
+    old: &Value,
+    obj: &mut Value,
+) -> Result<(), Vec<FieldError>> {
+    let k = kind_of(api_version, kind);
+    match k {
+        Kind::Job | Kind::CronJob => {
+            decode_check(obj, k)?;
+            if k == Kind::Job {
+                job::default_job(obj);
+            } else {
+                cronjob::default_cronjob(obj);
+            }
+            if let Some(o) = obj.as_object_mut() {
+                match old.get("spec") {
+                    Some(spec) => o.insert("spec".to_string(), spec.clone()),
+                    None => o.remove("spec"),
+                };
+            }
+            if k == Kind::Job {
+                into_result(job_status::validate_job_status_update(obj, old))
+            } else {
+                Ok(())
+            }
+        }
+        Kind::Pod | Kind::Other => Ok(()),
+    }
+}
+
+/// Whether `new.spec` differs from `old.spec` the way `apiequality.Semantic.DeepEqual` sees it
+/// (nil and empty lists/maps are equal).
+pub fn spec_changed(old: &Value, new: &Value) -> bool {
+    !common::semantic_eq(old.get("spec"), new.get("spec"))
+}
+
+/// rest.BeforeUpdate keeps the old generation; PrepareForUpdate bumps it on spec changes and
+/// (for the main resource of Jobs and CronJobs) keeps the old status.
+fn prepare_for_update(old: &Value, obj: &mut Value, keep_status: bool) {
+    let changed = spec_changed(old, obj);
+    let old_gen = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64);
+    let Some(o) = obj.as_object_mut() else { return };
+    if keep_status {
+        match old.get("status") {
+            Some(s) => o.insert("status".to_string(), s.clone()),
+            None => o.remove("status"),
+        };
+    }
+    if let Some(meta) = common::child_obj(o, "metadata") {
+        let base = old_gen.unwrap_or(0);
+        let generation = if changed { base + 1 } else { base };
+        if old_gen.is_some() || changed {
+            meta.insert("generation".to_string(), Value::from(generation));
+        }
+    }
+}
+
+fn into_result(errs: Vec<FieldError>) -> Result<(), Vec<FieldError>> {
+    if errs.is_empty() { Ok(()) } else { Err(errs) }
+}
+
+/// The typed decode the apiserver does before anything else: a body whose fields have the wrong
+/// JSON types is rejected whole (upstream: 400 "... cannot be handled as a Job: json: cannot
+/// unmarshal ..."). Missing required fields are not a decode error in Go, so they pass here and
+/// validation reports them.
+fn decode_check(obj: &Value, kind: Kind) -> Result<(), Vec<FieldError>> {
+    let Some(map) = obj.as_object() else {
+        return Err(vec![decode_error(kind, "expected a JSON object")]);
+    };
+    let mut probe = map.clone();
+    probe.insert("apiVersion".to_string(), Value::from("batch/v1"));
+    let result = match kind {
+        Kind::Job => {
+            probe.insert("kind".to_string(), Value::from("Job"));
+            serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(Value::Object(probe)).map(|_| ())
+        }
+        Kind::CronJob => {
+            probe.insert("kind".to_string(), Value::from("CronJob"));
+            serde_json::from_value::<k8s_openapi::api::batch::v1::CronJob>(Value::Object(probe)).map(|_| ())
+        }
+        Kind::Pod | Kind::Other => Ok(()),
+    };
+    match result {
+        Err(e) if !e.to_string().starts_with("missing field") => {
+            Err(vec![decode_error(kind, &e.to_string())])
+        }
+        _ => Ok(()),
+    }
+}
+
+fn decode_error(kind: Kind, detail: &str) -> FieldError {
+    let name = if kind == Kind::CronJob { "CronJob" } else { "Job" };
+    FieldError {
+        kind: crate::field_error::FieldErrorKind::Invalid,
+        field: String::new(),
+        message: format!("{name} in version \"v1\" cannot be handled as a {name}: {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn other_kinds_pass_untouched() {
+        let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}});
+        let before = v.clone();
+        admit_create("v1", "ConfigMap", &mut v).expect("ok");
+        admit_update("v1", "ConfigMap", &before, &mut v).expect("ok");
+        admit_status_update("apps/v1", "Deployment", &before, &mut v).expect("ok");
+        assert_eq!(v, before);
+    }
+
+    #[test]
+    fn wrong_types_are_decode_errors() {
+        let mut v = json!({"metadata": {"name": "j", "uid": "u"}, "spec": {"completions": "three"}});
+        let errs = admit_create("batch/v1", "Job", &mut v).expect_err("decode");
+        assert!(
+            errs[0].message.starts_with("Job in version \"v1\" cannot be handled as a Job: "),
+            "{errs:?}"
+        );
+        let mut v = json!({"metadata": {"name": "j"}, "spec": {"parallelism": 3_000_000_000u64}});
+        assert!(admit_create("batch/v1", "Job", &mut v).is_err());
+        let mut v = json!(["not", "an", "object"]);
+        assert!(admit_create("batch/v1", "CronJob", &mut v).is_err());
+    }
+
+    /// Malformed objects give errors, never panics.
+    #[test]
+    fn malformed_inputs_never_panic() {
+        let bodies = [
+            json!(null),
+            json!({}),
+            json!({"spec": null}),
+            json!({"spec": {}}),
+            json!({"metadata": {"name": "x", "uid": "u"}, "spec": {"template": {}}}),
+            json!({"metadata": {"name": "x", "uid": "u"}, "spec": {"template": {"spec": {"containers": []}}, "selector": {}}}),
+            json!({"metadata": {"name": "x"}, "spec": {"completionMode": "Indexed", "successPolicy": {"rules": [{"succeededIndexes": "0-1"}]}}}),
+            json!({"spec": {"schedule": "TZ=UTC", "jobTemplate": {}}}),
+            json!({"spec": {"schedule": "@every", "timeZone": "../../etc/passwd"}}),
+            json!({"status": {"conditions": [{}], "uncountedTerminatedPods": {"failed": [""]}}}),
+        ];
+        for b in &bodies {
+            for kind in ["Job", "CronJob"] {
+                let mut v = b.clone();
+                let _ = admit_create("batch/v1", kind, &mut v);
+                let mut v = b.clone();
+                let _ = admit_update("batch/v1", kind, b, &mut v);
+                let _ = admit_update("batch/v1", kind, &json!(null), &mut v);
+                let mut v = b.clone();
+                let _ = admit_status_update("batch/v1", kind, b, &mut v);
+                let _ = admit_status_update("batch/v1", kind, &json!({"spec": 1}), &mut v);
+            }
+            let mut v = b.clone();
+            let _ = admit_create("v1", "Pod", &mut v);
+            let _ = admit_update("v1", "Pod", b, &mut v);
+        }
+    }
+
+    #[test]
+    fn spec_changed_is_semantic() {
+        assert!(!spec_changed(&json!({"spec": {"a": []}}), &json!({"spec": {}})));
+        assert!(spec_changed(&json!({"spec": {"a": 1}}), &json!({"spec": {"a": 2}})));
+    }
+
+    #[test]
+    fn pod_update_generation() {
+        let old =
+            json!({"metadata": {"generation": 1}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        let mut new = old.clone();
+        admit_update("v1", "Pod", &old, &mut new).expect("ok");
+        // Defaults filled in on update change the spec; the test pod had none before.
+        assert_eq!(new["metadata"]["generation"], 2);
+        let old2 = new.clone();
+        let mut new2 = new.clone();
+        new2["status"] = json!({"phase": "Running"});
+        admit_update("v1", "Pod", &old2, &mut new2).expect("ok");
+        assert_eq!(new2["metadata"]["generation"], 2);
+    }
+}

@@ -1,0 +1,82 @@
+//! Helpers over an object's `metadata` as JSON.
+
+use serde_json::{Map, Value, json};
+
+pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata")?.as_object()
+}
+
+/// `obj.metadata`, created when missing or not an object.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata was just made an object")
+}
+
+pub fn str_field<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    meta(obj)?.get(key)?.as_str()
+}
+
+pub fn name(obj: &Value) -> &str {
+    str_field(obj, "name").unwrap_or("")
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+    let m = meta_mut(obj);
+    if finalizers.is_empty() {
+        m.remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), json!(finalizers));
+    }
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    meta(obj).and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null())
+}
+
+pub fn deletion_grace(obj: &Value) -> Option<i64> {
+    meta(obj)?.get("deletionGracePeriodSeconds")?.as_i64()
+}
+
+/// The uids named in `metadata.ownerReferences`.
+pub fn owner_uids(obj: &Value) -> Vec<Box<str>> {
+    owner_references(obj).iter().filter_map(|r| r.get("uid")?.as_str().map(Into::into)).collect()
+}
+
+pub fn owner_references(obj: &Value) -> Vec<Value> {
+    meta(obj).and_then(|m| m.get("ownerReferences")).and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+pub fn labels(obj: &Value) -> Option<Map<String, Value>> {
+    meta(obj)?.get("labels")?.as_object().filter(|m| !m.is_empty()).cloned()
+}
+
+/// Now, to the second, as object timestamps are.
+pub fn now_seconds() -> String {
+    let now = jiff::Timestamp::now();
+    timestamp_seconds(now)
+}
+
+pub fn timestamp_seconds(t: jiff::Timestamp) -> String {
+    jiff::Timestamp::from_second(t.as_second()).map(|t| t.to_string()).unwrap_or_else(|_| t.to_string())
+}
+
+/// Now with microseconds, as MicroTime fields (event times, lease renewals) are.
+pub fn now_micros() -> String {
+    let now = jiff::Timestamp::now();
+    format!("{}", now.strftime("%Y-%m-%dT%H:%M:%S.%6fZ"))
+}
+
+/// Parses an RFC3339 timestamp.
+pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
+    s.parse().ok()
+}

@@ -1,0 +1,768 @@
+//! Writes: create, update (main resource or status), patch and delete.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::meta::{self, meta_mut};
+use super::{ApiError, ApiServer, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Target, View, events};
+use crate::admission;
+use crate::patch::{self, PatchType, SchemaKind};
+use crate::resources::ResourceType;
+use crate::store::{Expect, Prepared, RV_PLACEHOLDER, StoreError, StoredObject, materialize};
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+/// The answer to a DELETE: the object while it still exists (finalizers, graceful deletion), or
+/// `None` once it is gone; plus warnings for the `Warning` header.
+#[derive(Debug)]
+pub struct Deleted {
+    pub object: Option<Arc<StoredObject>>,
+    pub removed: Option<Arc<StoredObject>>,
+    pub warnings: Vec<String>,
+}
+
+const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// Kinds whose metadata.generation tracks spec changes.
+fn tracks_generation(rt: &ResourceType) -> bool {
+    !rt.builtin
+        || matches!(
+            (rt.group.as_str(), rt.plural.as_str()),
+            ("", "pods")
+                | ("batch", _)
+                | ("apps", _)
+                | ("policy", "poddisruptionbudgets")
+                | ("apiextensions.k8s.io", "customresourcedefinitions")
+        )
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| GENERATE_NAME_ALPHABET[rng.random_range(0..GENERATE_NAME_ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Everything of an object but metadata and status: what bumps generation when it changes.
+fn spec_part(obj: &Value) -> Vec<(&String, &Value)> {
+    obj.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ApiServer {
+    /// Turns a value into a commit-ready object: resourceVersion placeholder, selector fields.
+    fn prepare(&self, target: &Target, mut obj: Value) -> Result<Prepared, ApiError> {
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(RV_PLACEHOLDER));
+        let storage_rt = if target.view == View::EventsV1 {
+            self.registry.read().find("", "v1", "events").unwrap_or_else(|| target.rt.clone())
+        } else {
+            target.rt.clone()
+        };
+        let fields = storage_rt
+            .field_selectors
+            .iter()
+            .filter_map(|f| {
+                crate::selector::field_value(&storage_rt.group, &storage_rt.plural, &obj, f)
+                    .map(|v| (Box::from(f.as_str()), Box::from(v)))
+            })
+            .collect();
+        let namespace = meta::str_field(&obj, "namespace").unwrap_or("").to_string();
+        let name = meta::name(&obj).to_string();
+        let uid = meta::str_field(&obj, "uid").unwrap_or("").to_string();
+        let labels = meta::labels(&obj);
+        let owners = meta::owner_uids(&obj);
+        let json = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
+        Prepared::new(&namespace, &name, &uid, labels, fields, owners, json)
+            .map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// Converts a request body to the stored form and checks its type against the endpoint.
+    fn incoming(&self, target: &Target, mut obj: Value) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the object provided is not a JSON object"));
+        }
+        let api_version = target.rt.api_version();
+        match obj.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => obj["apiVersion"] = json!(api_version),
+            Some(v) if v != api_version => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )));
+            }
+            Some(_) => {}
+        }
+        match obj.get("kind").and_then(Value::as_str) {
+            None | Some("") => obj["kind"] = json!(target.rt.kind),
+            Some(k) if k != target.rt.kind => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    target.rt.kind
+                )));
+            }
+            Some(_) => {}
+        }
+        Ok(match target.view {
+            View::Native => obj,
+            View::EventsV1 => events::from_events_v1(&obj),
+        })
+    }
+
+    fn check_namespace(&self, target: &Target, namespace: &str, obj: &mut Value) -> Result<(), ApiError> {
+        if !target.rt.namespaced {
+            meta_mut(obj).remove("namespace");
+            return Ok(());
+        }
+        match meta::str_field(obj, "namespace") {
+            Some(ns) if !ns.is_empty() && ns != namespace => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {}
+        }
+        meta_mut(obj).insert("namespace".into(), json!(namespace));
+        Ok(())
+    }
+
+    /// POST: creates the object in `namespace` (empty for cluster-scoped resources).
+    pub fn create(
+        &self,
+        target: &Target,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let mut obj = self.incoming(target, body)?;
+        self.check_namespace(target, namespace, &mut obj)?;
+        let rt = target.rt.clone();
+        let name = meta::name(&obj).to_string();
+        let generate_name = meta::str_field(&obj, "generateName").unwrap_or("").to_string();
+        if meta::str_field(&obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+            return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
+        }
+        if rt.namespaced {
+            match self.namespace_state(namespace) {
+                None => return Err(ApiError::namespace_not_found(namespace)),
+                Some(true) => {
+                    return Err(ApiError::forbidden(
+                        &rt,
+                        if name.is_empty() { &generate_name } else { &name },
+                        &format!(
+                            "unable to create new content in namespace {namespace} because it is being terminated"
+                        ),
+                    ));
+                }
+                Some(false) => {}
+            }
+        }
+        {
+            let m = meta_mut(&mut obj);
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(meta::now_seconds()));
+            m.remove("deletionTimestamp");
+            m.remove("deletionGracePeriodSeconds");
+            if tracks_generation(&rt) {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
+        }
+        if rt.is("", "namespaces") {
+            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+            obj["status"] = json!({ "phase": "Active" });
+        }
+        let api_version = rt.api_version();
+        let display = if name.is_empty() { generate_name.clone() } else { name.clone() };
+        if name.is_empty() && generate_name.is_empty() {
+            let err =
+                crate::field_error::FieldError::required("metadata.name", "name or generateName is required");
+            return Err(ApiError::invalid(&rt, "", &[err]));
+        }
+        admission::admit_create(&api_version, &rt.kind, &mut obj)
+            .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
+        let attempts = if name.is_empty() { GENERATE_NAME_ATTEMPTS } else { 1 };
+        for attempt in 0..attempts {
+            let mut candidate = obj.clone();
+            let final_name = if name.is_empty() {
+                let base: String = generate_name.chars().take(58).collect();
+                format!("{base}{}", random_suffix())
+            } else {
+                name.clone()
+            };
+            meta_mut(&mut candidate).insert("name".into(), json!(final_name));
+            if opts.dry_run {
+                let prepared = self.prepare(target, candidate)?;
+                return Ok(Arc::new(dry_run_object(target, prepared, self.store.current_rv())));
+            }
+            let prepared = self.prepare(target, candidate)?;
+            match self.store.create(target.rid, prepared) {
+                Ok(stored) => {
+                    self.after_write(target, None, &stored);
+                    return Ok(stored);
+                }
+                Err(StoreError::AlreadyExists) if attempt + 1 < attempts => continue,
+                Err(StoreError::AlreadyExists) => return Err(ApiError::already_exists(&rt, &final_name)),
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+        Err(ApiError::internal("name generation exhausted"))
+    }
+
+    /// PUT on the main resource or its status.
+    pub fn update(
+        &self,
+        target: &Target,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let mut obj = self.incoming(target, body)?;
+        self.check_namespace(target, namespace, &mut obj)?;
+        let body_name = meta::name(&obj).to_string();
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let requested_rv = match meta::str_field(&obj, "resourceVersion") {
+            None | Some("") => None,
+            Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("invalid resourceVersion {v:?}: must be an integer"))
+            })?),
+        };
+        loop {
+            let current = self.get(target, namespace, name)?;
+            if let Some(rv) = requested_rv
+                && rv != current.rv
+            {
+                return Err(ApiError::stale(&target.rt, name));
+            }
+            match self.replace(target, &current, obj.clone(), sub, opts) {
+                Err(Retry::Conflict) if requested_rv.is_none() => continue,
+                Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
+                Err(Retry::Fail(e)) => return Err(e),
+                Ok(stored) => return Ok(stored),
+            }
+        }
+    }
+
+    /// PATCH: applies the patch to the stored object (in the target's view) and writes it like
+    /// an update. Returns whether an apply patch created the object.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        target: &Target,
+        namespace: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        let patch_value: Option<Value> = match patch_type {
+            PatchType::Json => None,
+            PatchType::Apply => Some(parse_yaml_or_json(body)?),
+            PatchType::Merge => Some(patch::parse_merge_patch(body).map_err(patch_error)?),
+            PatchType::StrategicMerge => Some(patch::parse_strategic_merge_patch(body).map_err(patch_error)?),
+        };
+        let schema = SchemaKind::for_kind(&target.rt.api_version(), &target.rt.kind);
+        if patch_type == PatchType::StrategicMerge && schema.is_none() {
+            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+        }
+        loop {
+            let current = match self.store.get(target.rid, namespace, name) {
+                Some(c) => c,
+                None if patch_type == PatchType::Apply && sub == Subresource::Main => {
+                    let applied = patch_value.clone().unwrap_or(Value::Null);
+                    let manager = opts.field_manager.clone().unwrap_or_default();
+                    let mut obj = patch::apply_server_side(
+                        None,
+                        &applied,
+                        schema.as_ref(),
+                        &manager,
+                        &meta::now_seconds(),
+                    )
+                    .map_err(patch_error)?;
+                    if meta::name(&obj).is_empty() {
+                        meta_mut(&mut obj).insert("name".into(), json!(name));
+                    }
+                    return self.create(target, namespace, obj, opts).map(|o| (o, true));
+                }
+                None => return Err(ApiError::not_found(&target.rt, name)),
+            };
+            let live = self.view_value(target, &current);
+            let patched = match patch_type {
+                PatchType::Json => patch::apply_json_patch(&live, body),
+                PatchType::Merge => {
+                    Ok(patch::apply_merge_patch(&live, patch_value.as_ref().unwrap_or(&Value::Null)))
+                }
+                PatchType::StrategicMerge => match &schema {
+                    Some(s) => patch::apply_strategic_merge_patch(
+                        &live,
+                        patch_value.as_ref().unwrap_or(&Value::Null),
+                        s,
+                    ),
+                    None => {
+                        return Err(ApiError::unsupported_media_type(
+                            "application/strategic-merge-patch+json",
+                        ));
+                    }
+                },
+                PatchType::Apply => {
+                    let manager = opts.field_manager.clone().unwrap_or_default();
+                    patch::apply_server_side(
+                        Some(&live),
+                        patch_value.as_ref().unwrap_or(&Value::Null),
+                        schema.as_ref(),
+                        &manager,
+                        &meta::now_seconds(),
+                    )
+                }
+            }
+            .map_err(patch_error)?;
+            let mut patched = patched;
+            // A patch conflicts only if it names a resourceVersion itself.
+            let requested_rv = meta::str_field(&patched, "resourceVersion").map(str::to_string);
+            let live_rv = current.rv.to_string();
+            if let Some(rv) = &requested_rv
+                && *rv != live_rv
+            {
+                return Err(ApiError::stale(&target.rt, name));
+            }
+            meta_mut(&mut patched).insert("resourceVersion".into(), json!(live_rv));
+            let obj = self.incoming(target, patched)?;
+            match self.replace(target, &current, obj, sub, opts) {
+                Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
+                Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
+                Err(Retry::Fail(e)) => return Err(e),
+                Ok(stored) => return Ok((stored, false)),
+            }
+        }
+    }
+
+    /// Read-modify-write for in-process controllers (garbage collector, kubelet, scheduler):
+    /// `change` edits the object in the stored form and says whether to write.
+    pub fn update_with(
+        &self,
+        target: &Target,
+        namespace: &str,
+        name: &str,
+        sub: Subresource,
+        mut change: impl FnMut(&mut Value) -> Result<bool, ApiError>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        loop {
+            let current = self.get(target, namespace, name)?;
+            let mut obj = current.value();
+            if !change(&mut obj)? {
+                return Ok(current);
+            }
+            match self.replace(target, &current, obj, sub, &WriteOptions::default()) {
+                Err(Retry::Conflict) => continue,
+                Err(Retry::Fail(e)) => return Err(e),
+                Ok(stored) => return Ok(stored),
+            }
+        }
+    }
+
+    /// Writes `obj` over `current` with upstream's update rules. `obj` is in the stored form.
+    fn replace(
+        &self,
+        target: &Target,
+        current: &Arc<StoredObject>,
+        mut obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>, Retry> {
+        let rt = target.rt.clone();
+        let old = current.value();
+        let name = current.name.to_string();
+        // What a write may not change.
+        {
+            let old_meta = meta::meta(&old).cloned().unwrap_or_default();
+            let m = meta_mut(&mut obj);
+            for key in
+                ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"]
+            {
+                match old_meta.get(key) {
+                    Some(v) => m.insert(key.into(), v.clone()),
+                    None => m.remove(key),
+                };
+            }
+            m.insert("name".into(), json!(&*current.name));
+            if rt.namespaced {
+                m.insert("namespace".into(), json!(&*current.namespace));
+            }
+        }
+        if rt.has_status {
+            match sub {
+                Subresource::Main => copy_key(&old, &mut obj, "status"),
+                Subresource::Status => {
+                    for key in spec_part(&old).into_iter().map(|(k, _)| k.clone()).collect::<Vec<_>>() {
+                        copy_key(&old, &mut obj, &key);
+                    }
+                    let obj_keys: Vec<String> = spec_part(&obj).into_iter().map(|(k, _)| k.clone()).collect();
+                    for key in obj_keys {
+                        if old.get(&key).is_none() {
+                            obj.as_object_mut().map(|m| m.remove(&key));
+                        }
+                    }
+                    if rt.is("", "pods") {
+                        let owners = meta::meta(&old).and_then(|m| m.get("ownerReferences")).cloned();
+                        let m = meta_mut(&mut obj);
+                        match owners {
+                            Some(o) => m.insert("ownerReferences".into(), o),
+                            None => m.remove("ownerReferences"),
+                        };
+                    }
+                }
+            }
+        }
+        if meta::is_deleting(&old) {
+            let before = meta::finalizers(&old);
+            let added: Vec<String> =
+                meta::finalizers(&obj).into_iter().filter(|f| !before.contains(f)).collect();
+            if !added.is_empty() {
+                let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+                let err = crate::field_error::FieldError::forbidden(
+                    "metadata.finalizers",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        list.join(", ")
+                    ),
+                );
+                return Err(Retry::Fail(ApiError::invalid(&rt, &name, &[err])));
+            }
+        }
+        if tracks_generation(&rt) && sub == Subresource::Main && spec_part(&old) != spec_part(&obj) {
+            let generation =
+                meta::meta(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+            meta_mut(&mut obj).insert("generation".into(), json!(generation + 1));
+        }
+        let api_version = rt.api_version();
+        let admitted = match sub {
+            Subresource::Main => admission::admit_update(&api_version, &rt.kind, &old, &mut obj),
+            Subresource::Status => admission::admit_status_update(&api_version, &rt.kind, &old, &mut obj),
+        };
+        admitted.map_err(|errs| Retry::Fail(ApiError::invalid(&rt, &name, &errs)))?;
+        // A write that changes nothing makes no new version (key order does not count).
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
+        if obj == old {
+            return Ok(current.clone());
+        }
+        let prepared = self.prepare(target, obj.clone()).map_err(Retry::Fail)?;
+        if opts.dry_run {
+            return Ok(Arc::new(dry_run_object(target, prepared, current.rv)));
+        }
+        let stored = match self.store.update(target.rid, prepared, Expect::Version(current.rv)) {
+            Ok(s) => s,
+            Err(StoreError::Conflict { .. }) => return Err(Retry::Conflict),
+            Err(StoreError::NotFound) => return Err(Retry::Fail(ApiError::not_found(&rt, &name))),
+            Err(e) => return Err(Retry::Fail(ApiError::internal(e.to_string()))),
+        };
+        if Arc::ptr_eq(&stored, current) {
+            return Ok(stored);
+        }
+        // Deletion completes once the last finalizer is gone and no grace period is pending.
+        if meta::is_deleting(&obj)
+            && meta::finalizers(&obj).is_empty()
+            && meta::deletion_grace(&obj).unwrap_or(0) == 0
+        {
+            if let Ok(removed) =
+                self.store.remove(target.rid, &stored.namespace, &stored.name, Expect::Version(stored.rv))
+            {
+                self.after_remove(target, &removed);
+            }
+            return Ok(stored);
+        }
+        self.after_write(target, Some(&old), &stored);
+        Ok(stored)
+    }
+
+    /// DELETE.
+    pub fn delete(
+        &self,
+        target: &Target,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let rt = target.rt.clone();
+        let mut warnings = Vec::new();
+        loop {
+            let current = self.get(target, namespace, name)?;
+            if let Some(uid) = &opts.precondition_uid
+                && **uid != *current.uid
+            {
+                return Err(ApiError::conflict(
+                    &rt,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        current.uid
+                    ),
+                ));
+            }
+            if let Some(rv) = &opts.precondition_rv
+                && *rv != current.rv.to_string()
+            {
+                return Err(ApiError::conflict(
+                    &rt,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        current.rv
+                    ),
+                ));
+            }
+            let mut obj = current.value();
+            let propagation = match opts.propagation {
+                Some(p) => p,
+                None if rt.is("batch", "jobs") => {
+                    warnings.push(
+                        "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
+                            .to_string(),
+                    );
+                    Propagation::Orphan
+                }
+                None => Propagation::Background,
+            };
+            if rt.is("", "namespaces") {
+                if meta::is_deleting(&obj) {
+                    return Ok(Deleted { object: Some(current), removed: None, warnings });
+                }
+                let m = meta_mut(&mut obj);
+                m.insert("deletionTimestamp".into(), json!(meta::now_seconds()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                obj["status"] = json!({ "phase": "Terminating" });
+                if opts.dry_run {
+                    return Ok(Deleted { object: Some(current), removed: None, warnings });
+                }
+                let prepared = self.prepare(target, obj)?;
+                match self.store.update(target.rid, prepared, Expect::Version(current.rv)) {
+                    Ok(stored) => {
+                        self.notify(GcWork::NamespaceTerminating { name: stored.name.clone() });
+                        return Ok(Deleted { object: Some(stored), removed: None, warnings });
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(ApiError::internal(e.to_string())),
+                }
+            }
+            let grace = self.grace_period(target, &obj, opts.grace_period_seconds);
+            let mut finalizers = meta::finalizers(&obj);
+            let deleting = meta::is_deleting(&obj);
+            match propagation {
+                Propagation::Foreground if !finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+                    finalizers.retain(|f| f != ORPHAN_FINALIZER);
+                    finalizers.push(FOREGROUND_FINALIZER.into());
+                }
+                Propagation::Orphan if !finalizers.iter().any(|f| f == ORPHAN_FINALIZER) => {
+                    finalizers.retain(|f| f != FOREGROUND_FINALIZER);
+                    finalizers.push(ORPHAN_FINALIZER.into());
+                }
+                _ => {}
+            }
+            // Foreground and orphan finalizers only matter if there are dependents to handle;
+            // upstream adds them anyway and lets the collector drop them.
+            if finalizers.is_empty() && grace == 0 {
+                if opts.dry_run {
+                    return Ok(Deleted { object: None, removed: Some(current), warnings });
+                }
+                match self.store.remove(target.rid, namespace, name, Expect::Version(current.rv)) {
+                    Ok(removed) => {
+                        self.after_remove(target, &removed);
+                        return Ok(Deleted { object: None, removed: Some(removed), warnings });
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(StoreError::NotFound) => return Err(ApiError::not_found(&rt, name)),
+                    Err(e) => return Err(ApiError::internal(e.to_string())),
+                }
+            }
+            let existing_grace = meta::deletion_grace(&obj);
+            {
+                let now = jiff::Timestamp::now();
+                let m = meta_mut(&mut obj);
+                // A second DELETE may only shorten a pending grace period.
+                let shorten = existing_grace.is_none_or(|g| grace < g);
+                if !deleting || shorten {
+                    let at = now + jiff::SignedDuration::from_secs(grace);
+                    m.insert("deletionTimestamp".into(), json!(meta::timestamp_seconds(at)));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                }
+            }
+            meta::set_finalizers(&mut obj, &finalizers);
+            if opts.dry_run {
+                return Ok(Deleted { object: Some(current), removed: None, warnings });
+            }
+            let prepared = self.prepare(target, obj.clone())?;
+            match self.store.update(target.rid, prepared, Expect::Version(current.rv)) {
+                Ok(stored) => {
+                    if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER || f == ORPHAN_FINALIZER) {
+                        self.notify(GcWork::Finalizing { uid: stored.uid.clone() });
+                    }
+                    if finalizers.is_empty()
+                        && meta::deletion_grace(&obj).unwrap_or(0) == 0
+                        && let Ok(removed) =
+                            self.store.remove(target.rid, namespace, name, Expect::Version(stored.rv))
+                    {
+                        self.after_remove(target, &removed);
+                        return Ok(Deleted { object: None, removed: Some(removed), warnings });
+                    }
+                    return Ok(Deleted { object: Some(stored), removed: None, warnings });
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::NotFound) => return Err(ApiError::not_found(&rt, name)),
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+    }
+
+    /// The grace period a DELETE gets: only pods have one, and only while scheduled and running.
+    fn grace_period(&self, target: &Target, obj: &Value, requested: Option<i64>) -> i64 {
+        if !target.rt.is("", "pods") {
+            return 0;
+        }
+        let scheduled = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        let phase = obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+        if !scheduled || phase == "Succeeded" || phase == "Failed" {
+            return 0;
+        }
+        let default =
+            obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+        requested.unwrap_or(default).max(0)
+    }
+
+    fn after_write(&self, target: &Target, _old: Option<&Value>, stored: &Arc<StoredObject>) {
+        if target.rid == self.crds {
+            self.sync_crd(&stored.value(), true);
+        }
+    }
+
+    fn after_remove(&self, target: &Target, removed: &Arc<StoredObject>) {
+        if target.rid == self.crds {
+            self.sync_crd(&removed.value(), false);
+        }
+        self.notify(GcWork::Removed { uid: removed.uid.clone(), owners: removed.owner_uids.to_vec() });
+    }
+
+    /// Serves (or stops serving) the resource a CustomResourceDefinition defines.
+    fn sync_crd(&self, crd: &Value, present: bool) {
+        let Some(spec) = crd.get("spec") else { return };
+        let group = spec.get("group").and_then(Value::as_str).unwrap_or("").to_string();
+        let names = spec.get("names").cloned().unwrap_or(Value::Null);
+        let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();
+        if group.is_empty() || plural.is_empty() {
+            return;
+        }
+        let mut registry = self.registry.write();
+        if !present {
+            *registry = registry.without(&group, &plural);
+            return;
+        }
+        let strings = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+                .unwrap_or_default()
+        };
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let singular = names
+            .get("singular")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| kind.to_lowercase());
+        let namespaced = spec.get("scope").and_then(Value::as_str) != Some("Cluster");
+        let versions = spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let types = versions
+            .iter()
+            .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(true))
+            .filter_map(|v| {
+                let version = v.get("name")?.as_str()?.to_string();
+                Some(crate::resources::ResourceType {
+                    group: group.clone(),
+                    version,
+                    plural: plural.clone(),
+                    singular: singular.clone(),
+                    kind: kind.clone(),
+                    namespaced,
+                    short_names: strings(names.get("shortNames")),
+                    categories: strings(names.get("categories")),
+                    has_status: v.pointer("/subresources/status").is_some(),
+                    builtin: false,
+                    field_selectors: Vec::new(),
+                })
+            })
+            .collect();
+        *registry = registry.without(&group, &plural).with(types);
+    }
+}
+
+enum Retry {
+    Conflict,
+    Fail(ApiError),
+}
+
+fn copy_key(from: &Value, to: &mut Value, key: &str) {
+    let Some(to) = to.as_object_mut() else { return };
+    match from.get(key) {
+        Some(v) => to.insert(key.to_string(), v.clone()),
+        None => to.remove(key),
+    };
+}
+
+/// The Status a failed patch gets: the patch module knows upstream's code, reason and message.
+fn patch_error(e: patch::PatchError) -> ApiError {
+    let mut err = ApiError::bad_request(e.message());
+    err.code = e.http_status();
+    err.reason = e.reason();
+    err
+}
+
+/// Parses a YAML or JSON body.
+pub fn parse_yaml_or_json(body: &[u8]) -> Result<Value, ApiError> {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        return Ok(v);
+    }
+    serde_yaml::from_slice::<Value>(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+fn dry_run_object(target: &Target, prepared: Prepared, rv: u64) -> StoredObject {
+    materialize(target.rid, prepared, rv)
+}

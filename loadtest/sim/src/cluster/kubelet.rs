@@ -1,0 +1,498 @@
+//! The scheduler and the simulated kubelet of every node: binds pods, runs them through their
+//! phases as their annotations script, restarts containers in place under restartPolicy
+//! OnFailure, evicts, and confirms graceful deletions.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use super::annotations::{RunFor, Script};
+use super::nodes::Nodes;
+use crate::apiserver::meta;
+use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
+use crate::store::{Change, ChangeKind, StoredObject};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Ready,
+    Exit,
+    Evict,
+}
+
+/// A timer: at `at`, do `action` to the pod with `uid`, if it is still on run `run`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Timer {
+    at: Instant,
+    seq: u64,
+    uid: Box<str>,
+    run: u32,
+    action: Action,
+}
+
+/// What the kubelet tracks of a running pod.
+struct Running {
+    namespace: Box<str>,
+    name: Box<str>,
+    /// Increments with every container (re)start; stale timers are ignored.
+    run: u32,
+}
+
+pub struct Kubelet {
+    api: Arc<ApiServer>,
+    nodes: Arc<Nodes>,
+    pods: Target,
+    running: HashMap<Box<str>, Running>,
+    timers: BinaryHeap<Reverse<Timer>>,
+    seq: u64,
+    next_node: usize,
+    /// Attempts per (job or owner, completion index), for `fail-attempts`.
+    attempts: HashMap<(String, String), u64>,
+    pod_ip: u32,
+    /// Deleting pods left alone while deletion confirmation is off.
+    unconfirmed: HashSet<(Box<str>, Box<str>)>,
+}
+
+impl Kubelet {
+    pub fn new(api: Arc<ApiServer>, nodes: Arc<Nodes>) -> Self {
+        let pods = api.builtin("", "v1", "pods");
+        Self {
+            api,
+            nodes,
+            pods,
+            running: HashMap::new(),
+            timers: BinaryHeap::new(),
+            seq: 0,
+            next_node: 0,
+            attempts: HashMap::new(),
+            pod_ip: 0,
+            unconfirmed: HashSet::new(),
+        }
+    }
+
+    /// Runs forever, reacting to pod changes and timers.
+    pub async fn run(mut self) {
+        let (pods, _, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
+        for p in pods {
+            self.on_pod(&p);
+        }
+        let mut recheck = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            let next = self.timers.peek().map(|Reverse(t)| t.at);
+            tokio::select! {
+                received = rx.recv() => match received {
+                    Ok(change) => self.on_change(&change),
+                    Err(broadcast::error::RecvError::Lagged(_)) => self.resync(),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = sleep_until(next) => self.fire_due(),
+                _ = recheck.tick(), if !self.unconfirmed.is_empty() && self.nodes.confirms_deletions() => {
+                    for (ns, name) in std::mem::take(&mut self.unconfirmed) {
+                        if let Some(p) = self.api.store().get(self.pods.rid, &ns, &name) {
+                            self.on_pod(&p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn resync(&mut self) {
+        let (pods, _) = self.api.store().list(self.pods.rid, None);
+        for p in pods {
+            self.on_pod(&p);
+        }
+    }
+
+    fn on_change(&mut self, change: &Change) {
+        if change.object.resource != self.pods.rid {
+            if change.kind == ChangeKind::Deleted
+                && self.api.target_for(change.object.resource).is_some_and(|t| t.rt.is("", "nodes"))
+            {
+                self.nodes.forget(&change.object.name);
+            }
+            return;
+        }
+        if change.kind == ChangeKind::Deleted {
+            self.running.remove(&change.object.uid);
+            return;
+        }
+        self.on_pod(&change.object);
+    }
+
+    fn on_pod(&mut self, stored: &StoredObject) {
+        let pod = stored.value();
+        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
+        let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+        let deleting = meta::is_deleting(&pod);
+        let terminal = phase == "Succeeded" || phase == "Failed";
+        let result = if node.is_empty() {
+            if deleting { Ok(()) } else { self.schedule(stored) }
+        } else if !self.nodes.is_ready(&node) {
+            Ok(())
+        } else if deleting {
+            if self.nodes.confirms_deletions() {
+                self.confirm_deletion(stored, &pod, terminal)
+            } else {
+                self.unconfirmed.insert((stored.namespace.clone(), stored.name.clone()));
+                Ok(())
+            }
+        } else if phase == "Pending" && !self.running.contains_key(&stored.uid) {
+            self.start(stored, &pod, &node)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result
+            && e.code != 404
+            && e.code != 409
+        {
+            tracing::warn!(pod = %stored.name, namespace = %stored.namespace, error = %e, "kubelet step failed");
+        }
+    }
+
+    fn schedule(&mut self, stored: &StoredObject) -> Result<(), ApiError> {
+        let candidates = self.nodes.schedulable();
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let node = candidates[self.next_node % candidates.len()].clone();
+        self.next_node = self.next_node.wrapping_add(1);
+        // The binding subresource sets nodeName; the PodScheduled condition comes with it.
+        self.api.update_with(&self.pods, &stored.namespace, &stored.name, Subresource::Main, |pod| {
+            if pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) {
+                return Ok(false);
+            }
+            pod["spec"]["nodeName"] = json!(node);
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    fn start(&mut self, stored: &StoredObject, pod: &Value, node: &str) -> Result<(), ApiError> {
+        let script = Script::of(pod);
+        self.pod_ip = self.pod_ip.wrapping_add(1);
+        let ip = format!(
+            "10.{}.{}.{}",
+            64 + (self.pod_ip >> 16) % 64,
+            (self.pod_ip >> 8) & 0xff,
+            self.pod_ip & 0xff
+        );
+        let now = meta::now_seconds();
+        let ready_now = script.ready_after.is_zero();
+        let uid = stored.uid.clone();
+        self.api.update_with(&self.pods, &stored.namespace, &stored.name, Subresource::Status, |p| {
+            if *meta::str_field(p, "uid").unwrap_or("") != *uid {
+                return Ok(false);
+            }
+            let containers = container_names(p);
+            p["status"] = json!({
+                "phase": "Running",
+                "conditions": conditions(&now, true, ready_now),
+                "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}],
+                "podIP": ip, "podIPs": [{"ip": ip}],
+                "startTime": now,
+                "qosClass": "BestEffort",
+                "containerStatuses": containers.iter().map(|c| running_status(c, &now, ready_now, 0, None)).collect::<Vec<_>>(),
+            });
+            Ok(true)
+        })?;
+        let _ = node;
+        self.running.insert(
+            stored.uid.clone(),
+            Running { namespace: stored.namespace.clone(), name: stored.name.clone(), run: 1 },
+        );
+        self.arm(&stored.uid, 1, &script);
+        if let Some(after) = script.evict_after {
+            self.timer(after, &stored.uid, 1, Action::Evict);
+        }
+        Ok(())
+    }
+
+    fn arm(&mut self, uid: &str, run: u32, script: &Script) {
+        if !script.ready_after.is_zero() {
+            self.timer(script.ready_after, uid, run, Action::Ready);
+        }
+        if let RunFor::Duration(d) = script.run {
+            self.timer(d, uid, run, Action::Exit);
+        }
+    }
+
+    fn timer(&mut self, after: Duration, uid: &str, run: u32, action: Action) {
+        self.seq += 1;
+        self.timers.push(Reverse(Timer {
+            at: Instant::now() + after,
+            seq: self.seq,
+            uid: uid.into(),
+            run,
+            action,
+        }));
+    }
+
+    fn fire_due(&mut self) {
+        let now = Instant::now();
+        while let Some(Reverse(t)) = self.timers.peek() {
+            if t.at > now {
+                break;
+            }
+            let Some(Reverse(t)) = self.timers.pop() else { break };
+            let Some(r) = self.running.get(&t.uid) else { continue };
+            if r.run != t.run && t.action != Action::Evict {
+                continue;
+            }
+            let (ns, name) = (r.namespace.clone(), r.name.clone());
+            let result = match t.action {
+                Action::Ready => self.set_ready(&ns, &name, &t.uid),
+                Action::Exit => self.exit(&ns, &name, &t.uid),
+                Action::Evict => self.evict(&ns, &name, &t.uid),
+            };
+            if let Err(e) = result
+                && e.code != 404
+                && e.code != 409
+            {
+                tracing::warn!(pod = %name, namespace = %ns, error = %e, "kubelet timer step failed");
+            }
+        }
+    }
+
+    fn set_ready(&mut self, ns: &str, name: &str, uid: &str) -> Result<(), ApiError> {
+        let now = meta::now_seconds();
+        self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+            if meta::str_field(p, "uid") != Some(uid)
+                || p.pointer("/status/phase").and_then(Value::as_str) != Some("Running")
+            {
+                return Ok(false);
+            }
+            set_condition(p, "Ready", "True", &now);
+            set_condition(p, "ContainersReady", "True", &now);
+            if let Some(cs) = p.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
+                for c in cs {
+                    c["ready"] = json!(true);
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    /// The key `fail-attempts` counts under: the owning Job (or owner) and completion index.
+    fn attempt_key(pod: &Value, script: &Script) -> (String, String) {
+        let owner = meta::owner_uids(pod).first().map(|u| u.to_string()).unwrap_or_else(|| {
+            format!("{}/{}", meta::str_field(pod, "namespace").unwrap_or(""), meta::name(pod))
+        });
+        (owner, script.index.clone().unwrap_or_default())
+    }
+
+    fn exit(&mut self, ns: &str, name: &str, uid: &str) -> Result<(), ApiError> {
+        let current = self.api.get(&self.pods, ns, name)?;
+        let pod = current.value();
+        if meta::str_field(&pod, "uid") != Some(uid) {
+            return Ok(());
+        }
+        let script = Script::of(&pod);
+        let key = Self::attempt_key(&pod, &script);
+        let attempt = {
+            let n = self.attempts.entry(key).or_default();
+            *n += 1;
+            *n
+        };
+        let code = if script.fail_attempts > 0 {
+            if attempt <= script.fail_attempts {
+                if script.exit_code == 0 { 1 } else { script.exit_code }
+            } else {
+                0
+            }
+        } else {
+            script.exit_code
+        };
+        let policy =
+            pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
+        let restart = policy == "Always" || (policy == "OnFailure" && code != 0);
+        let now = meta::now_seconds();
+        if restart {
+            let Some(r) = self.running.get_mut(uid) else { return Ok(()) };
+            r.run += 1;
+            let run = r.run;
+            let ready_now = script.ready_after.is_zero();
+            self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+                if meta::str_field(p, "uid") != Some(uid) {
+                    return Ok(false);
+                }
+                let started = p.pointer("/status/startTime").cloned().unwrap_or(json!(now));
+                let restarts = p
+                    .pointer("/status/containerStatuses/0/restartCount")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    + 1;
+                let last = terminated_state(code, started.as_str().unwrap_or(&now), &now);
+                let containers = container_names(p);
+                p["status"]["containerStatuses"] = json!(
+                    containers
+                        .iter()
+                        .map(|c| running_status(c, &now, ready_now, restarts, Some(last.clone())))
+                        .collect::<Vec<_>>()
+                );
+                set_condition(p, "Ready", if ready_now { "True" } else { "False" }, &now);
+                set_condition(p, "ContainersReady", if ready_now { "True" } else { "False" }, &now);
+                Ok(true)
+            })?;
+            self.arm(uid, run, &script);
+            return Ok(());
+        }
+        self.running.remove(uid);
+        self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+            if meta::str_field(p, "uid") != Some(uid) {
+                return Ok(false);
+            }
+            terminate(p, code, if code == 0 { "Succeeded" } else { "Failed" }, &now);
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    fn evict(&mut self, ns: &str, name: &str, uid: &str) -> Result<(), ApiError> {
+        self.running.remove(uid);
+        let now = meta::now_seconds();
+        self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+            if meta::str_field(p, "uid") != Some(uid) {
+                return Ok(false);
+            }
+            terminate(p, 137, "Failed", &now);
+            p["status"]["reason"] = json!("Evicted");
+            p["status"]["message"] = json!("The node was low on resource: memory.");
+            if let Some(cs) = p["status"]["conditions"].as_array_mut() {
+                cs.push(json!({"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                    "message": "The node was low on resource: memory.", "lastProbeTime": null, "lastTransitionTime": now}));
+            }
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    /// Graceful deletion: the containers are stopped, the pod goes terminal, then the kubelet
+    /// deletes it with grace 0 and a uid precondition.
+    fn confirm_deletion(
+        &mut self,
+        stored: &StoredObject,
+        pod: &Value,
+        terminal: bool,
+    ) -> Result<(), ApiError> {
+        self.running.remove(&stored.uid);
+        if !terminal {
+            let now = meta::now_seconds();
+            let uid = stored.uid.clone();
+            self.api.update_with(&self.pods, &stored.namespace, &stored.name, Subresource::Status, |p| {
+                if *meta::str_field(p, "uid").unwrap_or("") != *uid {
+                    return Ok(false);
+                }
+                let phase = p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+                if phase == "Succeeded" || phase == "Failed" {
+                    return Ok(false);
+                }
+                terminate(p, 137, "Failed", &now);
+                Ok(true)
+            })?;
+        }
+        let _ = pod;
+        let opts = DeleteOptions {
+            grace_period_seconds: Some(0),
+            precondition_uid: Some(stored.uid.to_string()),
+            ..Default::default()
+        };
+        self.api.delete(&self.pods, &stored.namespace, &stored.name, &opts)?;
+        Ok(())
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn container_names(pod: &Value) -> Vec<(String, String)> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                        c.get("image").and_then(Value::as_str).unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn conditions(now: &str, scheduled: bool, ready: bool) -> Value {
+    let c = |t: &str, s: bool| json!({"type": t, "status": if s {"True"} else {"False"}, "lastProbeTime": null, "lastTransitionTime": now});
+    json!([
+        c("PodReadyToStartContainers", true),
+        c("Initialized", true),
+        c("Ready", ready),
+        c("ContainersReady", ready),
+        c("PodScheduled", scheduled),
+    ])
+}
+
+fn set_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
+    if let Some(cs) = pod.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+        for c in cs.iter_mut().filter(|c| c.get("type").and_then(Value::as_str) == Some(kind)) {
+            if c.get("status").and_then(Value::as_str) != Some(status) {
+                c["status"] = json!(status);
+                c["lastTransitionTime"] = json!(now);
+            }
+        }
+    }
+}
+
+fn running_status(
+    (name, image): &(String, String),
+    now: &str,
+    ready: bool,
+    restarts: i64,
+    last: Option<Value>,
+) -> Value {
+    let mut s = json!({
+        "name": name, "image": image, "imageID": format!("sim://{image}"),
+        "containerID": format!("sim://{}", uuid::Uuid::new_v4().simple()),
+        "ready": ready, "started": true, "restartCount": restarts,
+        "state": {"running": {"startedAt": now}},
+        "lastState": {},
+    });
+    if let Some(l) = last {
+        s["lastState"] = l;
+    }
+    s
+}
+
+fn terminated_state(code: i64, started: &str, now: &str) -> Value {
+    json!({"terminated": {
+        "exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" },
+        "startedAt": started, "finishedAt": now, "containerID": format!("sim://{}", uuid::Uuid::new_v4().simple())
+    }})
+}
+
+/// Moves the pod to a terminal phase with every container terminated with `code`.
+fn terminate(p: &mut Value, code: i64, phase: &str, now: &str) {
+    p["status"]["phase"] = json!(phase);
+    set_condition(p, "Ready", "False", now);
+    set_condition(p, "ContainersReady", "False", now);
+    set_condition(p, "PodReadyToStartContainers", "False", now);
+    let started = p.pointer("/status/startTime").and_then(Value::as_str).unwrap_or(now).to_string();
+    if let Some(cs) = p.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
+        for c in cs {
+            let from =
+                c.pointer("/state/running/startedAt").and_then(Value::as_str).unwrap_or(&started).to_string();
+            c["state"] = terminated_state(code, &from, now);
+            c["ready"] = json!(false);
+            c["started"] = json!(false);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Simulated nodes: Node objects, their heartbeat Leases in kube-node-lease, readiness and
+//! taints, driven by the admin endpoint.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use crate::apiserver::meta;
+use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, WriteOptions};
+use crate::http::NodeAdmin;
+
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+const LEASE_DURATION_SECONDS: i64 = 40;
+
+/// The simulated nodes and whether each one heartbeats.
+pub struct Nodes {
+    api: Arc<ApiServer>,
+    ready: Mutex<BTreeMap<String, bool>>,
+    pub(crate) confirm_deletions: AtomicBool,
+}
+
+impl Nodes {
+    pub fn new(api: Arc<ApiServer>) -> Arc<Self> {
+        Arc::new(Self { api, ready: Mutex::new(BTreeMap::new()), confirm_deletions: AtomicBool::new(true) })
+    }
+
+    /// Names of nodes that are Ready and schedulable, for the scheduler.
+    pub fn schedulable(&self) -> Vec<String> {
+        self.ready.lock().iter().filter(|(_, r)| **r).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Whether the kubelet of `node` is alive (exists and Ready).
+    pub fn is_ready(&self, node: &str) -> bool {
+        self.ready.lock().get(node).copied().unwrap_or(false)
+    }
+
+    /// Renews every Ready node's Lease; run every 10s like the kubelet.
+    pub async fn heartbeat(self: Arc<Self>, every: Duration) {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            for name in self.schedulable() {
+                if let Err(e) = self.renew_lease(&name)
+                    && e.code != 404
+                {
+                    tracing::warn!(node = name, error = %e, "lease renewal failed");
+                }
+            }
+        }
+    }
+
+    fn renew_lease(&self, name: &str) -> Result<(), ApiError> {
+        let leases = self.api.builtin("coordination.k8s.io", "v1", "leases");
+        let now = meta::now_micros();
+        self.api.update_with(&leases, NODE_LEASE_NAMESPACE, name, Subresource::Main, |lease| {
+            lease["spec"]["renewTime"] = json!(now);
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    fn node_object(name: &str) -> Value {
+        let now = meta::now_seconds();
+        let condition = |t: &str, status: &str, reason: &str, message: &str| {
+            json!({"type": t, "status": status, "reason": reason, "message": message,
+                   "lastHeartbeatTime": now, "lastTransitionTime": now})
+        };
+        json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "type": "sim"
+            }},
+            "spec": {},
+            "status": {
+                "capacity": {"cpu": "32", "memory": "128Gi", "pods": "1000"},
+                "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "1000"},
+                "conditions": [
+                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                    condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                    condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                ],
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.37.0", "kubeProxyVersion": "", "operatingSystem": "linux",
+                    "architecture": "amd64", "containerRuntimeVersion": "sim://1.0", "osImage": "batchfleet sim",
+                    "kernelVersion": "6.0.0", "machineID": "", "systemUUID": "", "bootID": ""
+                }
+            }
+        })
+    }
+
+    fn set_ready_condition(&self, name: &str, ready: bool) -> Result<(), ApiError> {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        let now = meta::now_seconds();
+        self.api.update_with(&nodes, "", name, Subresource::Status, |node| {
+            let Some(conditions) = node.pointer_mut("/status/conditions").and_then(Value::as_array_mut)
+            else {
+                return Ok(false);
+            };
+            for c in conditions.iter_mut().filter(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+            {
+                let (status, reason, message) = if ready {
+                    ("True", "KubeletReady", "kubelet is posting ready status")
+                } else {
+                    ("False", "KubeletNotReady", "container runtime is down")
+                };
+                if c.get("status").and_then(Value::as_str) != Some(status) {
+                    c["lastTransitionTime"] = json!(now);
+                }
+                c["status"] = json!(status);
+                c["reason"] = json!(reason);
+                c["message"] = json!(message);
+                c["lastHeartbeatTime"] = json!(now);
+            }
+            Ok(true)
+        })?;
+        self.api.update_with(&nodes, "", name, Subresource::Main, |node| {
+            let taints = node["spec"].get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut kept: Vec<Value> = taints
+                .into_iter()
+                .filter(|t| t.get("key").and_then(Value::as_str) != Some(NOT_READY_TAINT))
+                .collect();
+            if !ready {
+                kept.push(
+                    json!({"key": NOT_READY_TAINT, "effect": "NoExecute", "timeAdded": meta::now_seconds()}),
+                );
+            }
+            node["spec"]["taints"] = Value::Array(kept);
+            if node["spec"]["taints"].as_array().is_some_and(Vec::is_empty) {
+                node["spec"].as_object_mut().map(|s| s.remove("taints"));
+            }
+            Ok(true)
+        })?;
+        Ok(())
+    }
+}
+
+impl NodeAdmin for Nodes {
+    fn add_node(&self, name: &str) -> Result<(), ApiError> {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        match self.api.create(&nodes, "", Self::node_object(name), &WriteOptions::default()) {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+        let leases = self.api.builtin("coordination.k8s.io", "v1", "leases");
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": meta::now_micros()}
+        });
+        match self.api.create(&leases, NODE_LEASE_NAMESPACE, lease, &WriteOptions::default()) {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+        self.ready.lock().insert(name.to_string(), true);
+        Ok(())
+    }
+
+    fn set_ready(&self, name: &str, ready: bool) -> Result<(), ApiError> {
+        if !self.ready.lock().contains_key(name) {
+            return Err(ApiError::not_found(&self.api.builtin("", "v1", "nodes").rt, name));
+        }
+        self.set_ready_condition(name, ready)?;
+        self.ready.lock().insert(name.to_string(), ready);
+        Ok(())
+    }
+
+    fn taint_out_of_service(&self, name: &str) -> Result<(), ApiError> {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        self.api.update_with(&nodes, "", name, Subresource::Main, |node| {
+            let mut taints = node["spec"].get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
+            if taints.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(OUT_OF_SERVICE_TAINT)) {
+                return Ok(false);
+            }
+            taints.push(json!({"key": OUT_OF_SERVICE_TAINT, "value": "nodeshutdown", "effect": "NoExecute", "timeAdded": meta::now_seconds()}));
+            node["spec"]["taints"] = Value::Array(taints);
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    fn delete_node(&self, name: &str) -> Result<(), ApiError> {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        self.api.delete(&nodes, "", name, &DeleteOptions::default())?;
+        self.ready.lock().remove(name);
+        Ok(())
+    }
+
+    fn set_confirm_deletions(&self, on: bool) {
+        self.confirm_deletions.store(on, Ordering::Relaxed);
+    }
+}
+
+impl Nodes {
+    /// Forgets a node deleted through the API (`kubectl delete node`).
+    pub fn forget(&self, name: &str) {
+        self.ready.lock().remove(name);
+    }
+
+    pub fn confirms_deletions(&self) -> bool {
+        self.confirm_deletions.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,258 @@
+//! The HTTP front: routing, bodies, content negotiation, fault injection, and the chunked watch
+//! responses. Real clients (kube-rs, kubectl) talk to this.
+
+mod admin;
+mod list;
+mod query;
+mod resource;
+mod route;
+mod watch;
+
+pub use admin::NodeAdmin;
+pub use list::Snapshots;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::apiserver::{ApiError, ApiServer};
+use crate::counters::Counters;
+use crate::faults::Faults;
+use crate::kubectl;
+use query::Query;
+use route::Route;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// The largest request body the apiserver accepts (3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// State every request handler shares.
+pub struct Shared {
+    pub api: Arc<ApiServer>,
+    pub faults: Faults,
+    pub counters: Counters,
+    pub snapshots: Snapshots,
+    pub bookmark_interval: Duration,
+    pub address: String,
+    pub nodes: Option<Arc<dyn NodeAdmin>>,
+}
+
+/// A response before encoding.
+pub struct Reply {
+    status: StatusCode,
+    body: ReplyBody,
+    warnings: Vec<String>,
+    retry_after: Option<u64>,
+}
+
+enum ReplyBody {
+    Bytes(Bytes, &'static str),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl Reply {
+    pub fn bytes(status: StatusCode, body: Bytes) -> Self {
+        Self {
+            status,
+            body: ReplyBody::Bytes(body, "application/json"),
+            warnings: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    pub fn json(status: StatusCode, body: &Value) -> Self {
+        Self::bytes(status, Bytes::from(serde_json::to_vec(body).unwrap_or_default()))
+    }
+
+    pub fn text(status: StatusCode, body: &str) -> Self {
+        let body = ReplyBody::Bytes(Bytes::from(body.to_string()), "text/plain; charset=utf-8");
+        Self { status, body, warnings: Vec::new(), retry_after: None }
+    }
+
+    fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
+        Self { status: StatusCode::OK, body: ReplyBody::Stream(rx), warnings: Vec::new(), retry_after: None }
+    }
+
+    fn error(e: &ApiError) -> Self {
+        let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut reply = if e.code == 429 {
+            // Upstream's priority-and-fairness filter answers 429 in plain text.
+            Self::text(status, "Too many requests, please try again later.\n")
+        } else {
+            Self::json(status, &e.status())
+        };
+        reply.retry_after = e.retry_after;
+        reply
+    }
+
+    fn into_response(self) -> Response<Body> {
+        let mut builder = Response::builder().status(self.status);
+        if let Some(seconds) = self.retry_after {
+            builder = builder.header(http::header::RETRY_AFTER, seconds);
+        }
+        for w in &self.warnings {
+            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+                builder = builder.header("Warning", v);
+            }
+        }
+        let response = match self.body {
+            ReplyBody::Bytes(b, ct) => {
+                builder.header(http::header::CONTENT_TYPE, ct).body(Full::new(b).boxed())
+            }
+            ReplyBody::Stream(rx) => {
+                let stream = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+                builder
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .header(http::header::CACHE_CONTROL, "no-cache, private")
+                    .body(BodyExt::boxed(StreamBody::new(stream)))
+            }
+        };
+        response.unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+    }
+}
+
+/// Serves HTTP/1.1 and h2c on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let (stream, _peer): (_, SocketAddr) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            if let Err(e) = builder.serve_connection(io, service).await {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let q = Query::parse(parts.uri.query());
+    let route = route::parse(parts.uri.path());
+    let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            return Reply::error(&ApiError::request_entity_too_large(MAX_BODY_BYTES)).into_response();
+        }
+        Err(e) => return Reply::error(&ApiError::bad_request(format!("reading body: {e}"))).into_response(),
+    };
+    let reply = match route {
+        Route::Resource(path) => {
+            let verb = resource::verb(&parts.method, &path, &q);
+            let resource_name = match &path.subresource {
+                Some(sub) => format!("{}/{sub}", path.plural),
+                None => path.plural.clone(),
+            };
+            shared.counters.request(verb, &resource_name);
+            let injection = shared.faults.inject(verb, &resource_name);
+            if !injection.latency.is_zero() {
+                tokio::time::sleep(injection.latency).await;
+            }
+            match injection.error {
+                Some((code, retry_after)) => Err(injected_error(&shared, &path, code, retry_after)),
+                None => resource::handle(&shared, &parts.method, &path, &q, &parts.headers, body).await,
+            }
+        }
+        other => {
+            shared.counters.request(&parts.method.as_str().to_lowercase(), "nonResource");
+            non_resource(&shared, &parts.method, other, &q, body).await
+        }
+    };
+    match reply {
+        Ok(r) => r.into_response(),
+        Err(e) => {
+            if e.code >= 500 {
+                tracing::warn!(code = e.code, message = %e.message, path = %parts.uri.path(), "request failed");
+            }
+            Reply::error(&e).into_response()
+        }
+    }
+}
+
+fn injected_error(shared: &Shared, path: &route::ResourcePath, code: u16, retry_after: u64) -> ApiError {
+    let name = path.name.clone().unwrap_or_default();
+    match code {
+        409 => match shared.api.resolve(&path.group, &path.version, &path.plural) {
+            Some(t) => ApiError::stale(&t.rt, &name),
+            None => ApiError::internal("injected conflict"),
+        },
+        429 => ApiError::too_many_requests(retry_after.max(1)),
+        503 => {
+            let mut e = ApiError::service_unavailable(
+                "injected: the server is currently unable to handle the request",
+            );
+            e.retry_after = Some(retry_after.max(1));
+            e
+        }
+        504 => ApiError::timeout("injected: the server was unable to return a response in the time allotted"),
+        _ => ApiError::internal("injected server error"),
+    }
+}
+
+async fn non_resource(
+    shared: &Arc<Shared>,
+    method: &http::Method,
+    route: Route,
+    q: &Query,
+    body: Bytes,
+) -> Result<Reply, ApiError> {
+    let registry = shared.api.registry();
+    let ok = |v: Value| Ok(Reply::json(StatusCode::OK, &v));
+    match route {
+        Route::Version => ok(kubectl::version_info()),
+        Route::Health => Ok(Reply::text(StatusCode::OK, "ok")),
+        Route::Api => ok(kubectl::api_versions(&shared.address)),
+        Route::Apis => ok(kubectl::api_group_list(&registry)),
+        Route::Group { group } => {
+            let list = kubectl::api_group_list(&registry);
+            let found = list
+                .get("groups")
+                .and_then(Value::as_array)
+                .and_then(|gs| {
+                    gs.iter().find(|g| g.get("name").and_then(Value::as_str) == Some(group.as_str()))
+                })
+                .cloned();
+            match found {
+                Some(mut g) => {
+                    g["kind"] = "APIGroup".into();
+                    g["apiVersion"] = "v1".into();
+                    ok(g)
+                }
+                None => Err(ApiError::page_not_found()),
+            }
+        }
+        Route::GroupVersion { group, version } => kubectl::api_resource_list(&registry, &group, &version)
+            .map_or_else(|| Err(ApiError::page_not_found()), ok),
+        Route::OpenApiV3Root => ok(kubectl::openapi_v3_root(&registry)),
+        Route::OpenApiV3 { group, version } => kubectl::openapi_v3_group_version(&registry, &group, &version)
+            .map_or_else(|| Err(ApiError::page_not_found()), ok),
+        Route::OpenApiV2 => Err(ApiError::page_not_found()),
+        Route::Admin(rest) => admin::handle(shared, method, &rest, q, body).await,
+        Route::Resource(_) | Route::NotFound => Err(ApiError::page_not_found()),
+    }
+}

@@ -1,0 +1,156 @@
+//! Starting and stopping a whole sim cluster.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::apiserver::{ApiServer, WriteOptions};
+use crate::cluster::kubelet::Kubelet;
+use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
+use crate::counters::Counters;
+use crate::faults::Faults;
+use crate::http::{NodeAdmin, Shared, Snapshots};
+use crate::store::{HistoryConfig, Store};
+
+/// How to start a sim cluster.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Where to listen; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// Simulated nodes created at start (`sim-node-0` …).
+    pub nodes: usize,
+    /// Run the scheduler and kubelet (off: pods stay Pending, for API-only tests).
+    pub kubelet: bool,
+    pub bookmark_interval: Duration,
+    pub node_heartbeat: Duration,
+    pub history: HistoryConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            nodes: 3,
+            kubelet: true,
+            bookmark_interval: Duration::from_secs(60),
+            node_heartbeat: Duration::from_secs(10),
+            history: HistoryConfig::default(),
+        }
+    }
+}
+
+/// A running sim cluster. Dropping it stops its tasks.
+pub struct SimCluster {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    nodes: Arc<Nodes>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl SimCluster {
+    /// Binds, bootstraps the default namespaces and nodes, and starts serving.
+    pub async fn start(config: SimConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(config.listen).await?;
+        let addr = listener.local_addr()?;
+        let store = Arc::new(Store::new(config.history.clone()));
+        let (api, gc_rx) = ApiServer::new(store);
+        let namespaces = api.builtin("", "v1", "namespaces");
+        for ns in ["default", "kube-system", "kube-public", NODE_LEASE_NAMESPACE] {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            api.create(&namespaces, "", obj, &WriteOptions::default())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
+        let nodes = Nodes::new(api.clone());
+        for i in 0..config.nodes {
+            nodes.add_node(&format!("sim-node-{i}")).map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
+        let shared = Arc::new(Shared {
+            api: api.clone(),
+            faults: Faults::default(),
+            counters: Counters::default(),
+            snapshots: Snapshots::default(),
+            bookmark_interval: config.bookmark_interval,
+            address: addr.to_string(),
+            nodes: Some(nodes.clone() as Arc<dyn NodeAdmin>),
+        });
+        let mut tasks = vec![
+            tokio::spawn(crate::http::serve(listener, shared.clone())),
+            tokio::spawn(crate::gc::run(api.clone(), gc_rx)),
+            tokio::spawn(nodes.clone().heartbeat(config.node_heartbeat)),
+        ];
+        if config.kubelet {
+            tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone()).run()));
+        }
+        tracing::info!(%addr, nodes = config.nodes, "sim cluster serving");
+        Ok(Self { addr, shared, nodes, tasks })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn api(&self) -> &Arc<ApiServer> {
+        &self.shared.api
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    pub fn nodes(&self) -> &Arc<Nodes> {
+        &self.nodes
+    }
+
+    /// A kubeconfig for kubectl and kube-rs, as YAML.
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user:\n    token: sim\npreferences: {{}}\n",
+            url = self.url()
+        )
+    }
+
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, self.kubeconfig_yaml())
+    }
+
+    /// A kube-rs client for this cluster.
+    pub fn kube_config(&self) -> KubeEndpoint {
+        KubeEndpoint { url: self.url() }
+    }
+
+    /// Stops serving.
+    pub fn shutdown(&mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// Where kube-rs should connect (kept free of a kube dependency in this crate).
+#[derive(Debug, Clone)]
+pub struct KubeEndpoint {
+    pub url: String,
+}
+
+impl Drop for SimCluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,693 @@
+//! The object store: every kind's objects under one global, monotonic resourceVersion, an event
+//! history for watch resumption, and a broadcast of changes that watchers filter.
+//!
+//! Objects are kept as their serialized JSON (plus the few fields selectors need), not as parsed
+//! values: it keeps a million pods within a few GiB, and each watch event is serialized once
+//! however many watchers receive it.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+use crate::resources::ResourceKey;
+
+/// A small interned id per `(group, plural)`, so watchers compare integers, not strings.
+pub type ResourceId = u32;
+
+/// The placeholder the apiserver layer writes as `metadata.resourceVersion` before serializing;
+/// the store splices the real version in when it commits, outside of any parse.
+pub const RV_PLACEHOLDER: &str = "\u{0}rv\u{0}";
+const RV_PLACEHOLDER_JSON: &[u8] = br#""resourceVersion":"\u0000rv\u0000""#;
+
+/// One stored version of an object.
+#[derive(Debug)]
+pub struct StoredObject {
+    pub rv: u64,
+    pub resource: ResourceId,
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    pub uid: Box<str>,
+    pub labels: Option<Map<String, Value>>,
+    /// Selectable fields (besides metadata.name/namespace) and their values.
+    pub fields: Box<[(Box<str>, Box<str>)]>,
+    pub owner_uids: Box<[Box<str>]>,
+    pub namespace_hash: u64,
+    pub uid_hash: u64,
+    /// The object's JSON, with `metadata.resourceVersion` = `rv`.
+    pub bytes: Bytes,
+}
+
+impl StoredObject {
+    /// The object parsed; stored bytes are always valid JSON.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+    }
+
+    /// A selectable field's value.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        match name {
+            "metadata.name" => Some(&self.name),
+            "metadata.namespace" => Some(&self.namespace),
+            _ => self.fields.iter().find(|(k, _)| &**k == name).map(|(_, v)| &**v),
+        }
+    }
+}
+
+/// An object ready to commit: its identity, selector data and JSON serialized with
+/// [`RV_PLACEHOLDER`] as its resourceVersion.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    pub uid: Box<str>,
+    pub labels: Option<Map<String, Value>>,
+    pub fields: Box<[(Box<str>, Box<str>)]>,
+    pub owner_uids: Box<[Box<str>]>,
+    prefix: Bytes,
+    suffix: Bytes,
+}
+
+impl Prepared {
+    /// Splits `json` at its resourceVersion placeholder.
+    pub fn new(
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        labels: Option<Map<String, Value>>,
+        fields: Vec<(Box<str>, Box<str>)>,
+        owner_uids: Vec<Box<str>>,
+        json: Vec<u8>,
+    ) -> Result<Self, StoreError> {
+        let at = memchr::memmem::find(&json, RV_PLACEHOLDER_JSON).ok_or(StoreError::NoPlaceholder)?;
+        let value_start = at + br#""resourceVersion":""#.len();
+        let value_end = at + RV_PLACEHOLDER_JSON.len() - 1;
+        let json = Bytes::from(json);
+        Ok(Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: uid.into(),
+            labels,
+            fields: fields.into_boxed_slice(),
+            owner_uids: owner_uids.into_boxed_slice(),
+            prefix: json.slice(..value_start),
+            suffix: json.slice(value_end..),
+        })
+    }
+
+    fn render(&self, rv: u64) -> Bytes {
+        let digits = rv.to_string();
+        let mut out = Vec::with_capacity(self.prefix.len() + digits.len() + self.suffix.len());
+        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(digits.as_bytes());
+        out.extend_from_slice(&self.suffix);
+        Bytes::from(out)
+    }
+
+    /// Whether committing this would store exactly `current` again (a no-op write).
+    fn same_as(&self, current: &StoredObject) -> bool {
+        let b = &current.bytes;
+        let digits = current.rv.to_string();
+        b.len() == self.prefix.len() + digits.len() + self.suffix.len()
+            && b.starts_with(&self.prefix)
+            && b[self.prefix.len()..].starts_with(digits.as_bytes())
+            && b.ends_with(&self.suffix)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, shared by every watcher.
+#[derive(Debug)]
+pub struct Change {
+    pub rv: u64,
+    pub kind: ChangeKind,
+    pub object: Arc<StoredObject>,
+    pub prev: Option<Arc<StoredObject>>,
+    pub at: Instant,
+    line: OnceLock<Bytes>,
+}
+
+impl Change {
+    /// The watch line `{"type":…,"object":…}\n`, rendered once for all watchers.
+    pub fn line(&self) -> &Bytes {
+        self.line.get_or_init(|| watch_line(self.kind.as_str(), &self.object.bytes))
+    }
+}
+
+/// `{"type":"<kind>","object":<object>}\n`.
+pub fn watch_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object.len() + 32);
+    out.extend_from_slice(br#"{"type":""#);
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(br#"","object":"#);
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
+}
+
+/// The receiving end of the store's change broadcast.
+pub type ChangeReceiver = broadcast::Receiver<Arc<Change>>;
+
+/// What a write expects of the stored version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Only if the stored version is exactly this one.
+    Version(u64),
+    /// Whatever is stored.
+    Any,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("object already exists")]
+    AlreadyExists,
+    #[error("object not found")]
+    NotFound,
+    #[error("object has been modified; stored version is {current}")]
+    Conflict { current: u64 },
+    #[error("serialized object carries no resourceVersion placeholder")]
+    NoPlaceholder,
+}
+
+/// A watch could not start: the requested version is older than the retained history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("too old resource version: {requested} ({oldest})")]
+pub struct Expired {
+    pub requested: u64,
+    pub oldest: u64,
+}
+
+/// How much history the store keeps for resuming watches.
+#[derive(Debug, Clone)]
+pub struct HistoryConfig {
+    /// Changes younger than this are always kept (upstream keeps at least 75s).
+    pub window: Duration,
+    /// Older changes beyond this count are dropped.
+    pub max_events: usize,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        Self { window: Duration::from_secs(75), max_events: 200_000 }
+    }
+}
+
+type ObjectKey = (Box<str>, Box<str>);
+type Location = (ResourceId, Box<str>, Box<str>);
+
+struct Inner {
+    rv: u64,
+    resource_ids: HashMap<ResourceKey, ResourceId>,
+    objects: Vec<BTreeMap<ObjectKey, Arc<StoredObject>>>,
+    by_uid: HashMap<Box<str>, Location>,
+    dependents: HashMap<Box<str>, HashSet<Location>>,
+    history: VecDeque<Arc<Change>>,
+    /// Watches may resume from any version ≥ this.
+    oldest_resumable: u64,
+    history_config: HistoryConfig,
+}
+
+/// The store. Cheap to share behind an `Arc`.
+pub struct Store {
+    inner: Mutex<Inner>,
+    changes: broadcast::Sender<Arc<Change>>,
+}
+
+impl Store {
+    /// A store whose first resourceVersion is derived from the wall clock, so versions never go
+    /// backwards across restarts of the sim.
+    pub fn new(history_config: HistoryConfig) -> Self {
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(1);
+        Self::starting_at(micros, history_config)
+    }
+
+    pub fn starting_at(rv: u64, history_config: HistoryConfig) -> Self {
+        let (changes, _) = broadcast::channel(1 << 16);
+        Self {
+            inner: Mutex::new(Inner {
+                rv,
+                resource_ids: HashMap::new(),
+                objects: Vec::new(),
+                by_uid: HashMap::new(),
+                dependents: HashMap::new(),
+                history: VecDeque::new(),
+                oldest_resumable: rv,
+                history_config,
+            }),
+            changes,
+        }
+    }
+
+    /// The id of a resource, assigned on first use.
+    pub fn resource_id(&self, key: &ResourceKey) -> ResourceId {
+        let mut inner = self.inner.lock();
+        if let Some(id) = inner.resource_ids.get(key) {
+            return *id;
+        }
+        let id = inner.objects.len() as ResourceId;
+        inner.objects.push(BTreeMap::new());
+        inner.resource_ids.insert(key.clone(), id);
+        id
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.inner.lock().rv
+    }
+
+    pub fn get(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+        let inner = self.inner.lock();
+        inner.objects.get(resource as usize)?.get(&(namespace.into(), name.into()) as &ObjectKey).cloned()
+    }
+
+    pub fn get_by_uid(&self, uid: &str) -> Option<Arc<StoredObject>> {
+        let inner = self.inner.lock();
+        let (rid, ns, name) = inner.by_uid.get(uid)?;
+        inner.objects.get(*rid as usize)?.get(&(ns.clone(), name.clone())).cloned()
+    }
+
+    /// Every object of `resource` (in `namespace`, if given), ordered by namespace and name, and
+    /// the resourceVersion the snapshot was taken at.
+    pub fn list(&self, resource: ResourceId, namespace: Option<&str>) -> (Vec<Arc<StoredObject>>, u64) {
+        let inner = self.inner.lock();
+        (Self::list_locked(&inner, resource, namespace), inner.rv)
+    }
+
+    fn list_locked(inner: &Inner, resource: ResourceId, namespace: Option<&str>) -> Vec<Arc<StoredObject>> {
+        let Some(map) = inner.objects.get(resource as usize) else { return Vec::new() };
+        match namespace {
+            None => map.values().cloned().collect(),
+            Some(ns) => {
+                let start: ObjectKey = (ns.into(), "".into());
+                map.range(start..).take_while(|((n, _), _)| &**n == ns).map(|(_, o)| o.clone()).collect()
+            }
+        }
+    }
+
+    /// Whether any object of any resource lives in `namespace`.
+    pub fn namespace_is_empty(&self, namespace: &str, cluster_scoped: &HashSet<ResourceId>) -> bool {
+        let inner = self.inner.lock();
+        inner.objects.iter().enumerate().all(|(rid, map)| {
+            if cluster_scoped.contains(&(rid as ResourceId)) {
+                return true;
+            }
+            let start: ObjectKey = (namespace.into(), "".into());
+            map.range(start..).next().is_none_or(|((n, _), _)| &**n != namespace)
+        })
+    }
+
+    /// All resource ids with at least one object in `namespace`.
+    pub fn objects_in_namespace(
+        &self,
+        namespace: &str,
+        skip: &HashSet<ResourceId>,
+    ) -> Vec<Arc<StoredObject>> {
+        let inner = self.inner.lock();
+        let mut out = Vec::new();
+        for (rid, _) in inner.objects.iter().enumerate() {
+            if !skip.contains(&(rid as ResourceId)) {
+                out.extend(Self::list_locked(&inner, rid as ResourceId, Some(namespace)));
+            }
+        }
+        out
+    }
+
+    /// The current versions of the objects that name `owner_uid` in their ownerReferences.
+    pub fn dependents(&self, owner_uid: &str) -> Vec<Arc<StoredObject>> {
+        let inner = self.inner.lock();
+        let Some(set) = inner.dependents.get(owner_uid) else { return Vec::new() };
+        set.iter()
+            .filter_map(|(rid, ns, name)| {
+                inner.objects.get(*rid as usize)?.get(&(ns.clone(), name.clone())).cloned()
+            })
+            .collect()
+    }
+
+    pub fn create(&self, resource: ResourceId, object: Prepared) -> Result<Arc<StoredObject>, StoreError> {
+        let mut inner = self.inner.lock();
+        let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let map = inner.objects.get(resource as usize).ok_or(StoreError::NotFound)?;
+        if map.contains_key(&key) {
+            return Err(StoreError::AlreadyExists);
+        }
+        let rv = inner.rv + 1;
+        let stored = Arc::new(materialize(resource, object, rv));
+        inner.rv = rv;
+        index_add(&mut inner, &stored);
+        inner.objects[resource as usize].insert(key, stored.clone());
+        self.publish(&mut inner, ChangeKind::Added, stored.clone(), None);
+        Ok(stored)
+    }
+
+    /// Replaces the object; a write that would store the same bytes again changes nothing and
+    /// returns the stored version.
+    pub fn update(
+        &self,
+        resource: ResourceId,
+        object: Prepared,
+        expect: Expect,
+    ) -> Result<Arc<StoredObject>, StoreError> {
+        let mut inner = self.inner.lock();
+        let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let current = inner
+            .objects
+            .get(resource as usize)
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or(StoreError::NotFound)?;
+        if let Expect::Version(v) = expect
+            && v != current.rv
+        {
+            return Err(StoreError::Conflict { current: current.rv });
+        }
+        if object.same_as(&current) {
+            return Ok(current);
+        }
+        let rv = inner.rv + 1;
+        let stored = Arc::new(materialize(resource, object, rv));
+        inner.rv = rv;
+        index_remove(&mut inner, &current);
+        index_add(&mut inner, &stored);
+        inner.objects[resource as usize].insert(key, stored.clone());
+        self.publish(&mut inner, ChangeKind::Modified, stored.clone(), Some(current));
+        Ok(stored)
+    }
+
+    /// Removes the object; the DELETED event carries its last state at a new resourceVersion.
+    pub fn remove(
+        &self,
+        resource: ResourceId,
+        namespace: &str,
+        name: &str,
+        expect: Expect,
+    ) -> Result<Arc<StoredObject>, StoreError> {
+        let mut inner = self.inner.lock();
+        let key: ObjectKey = (namespace.into(), name.into());
+        let current = inner
+            .objects
+            .get(resource as usize)
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or(StoreError::NotFound)?;
+        if let Expect::Version(v) = expect
+            && v != current.rv
+        {
+            return Err(StoreError::Conflict { current: current.rv });
+        }
+        let rv = inner.rv + 1;
+        let tombstone = Arc::new(restamp(&current, rv));
+        inner.rv = rv;
+        inner.objects[resource as usize].remove(&key);
+        index_remove(&mut inner, &current);
+        self.publish(&mut inner, ChangeKind::Deleted, tombstone.clone(), Some(current));
+        Ok(tombstone)
+    }
+
+    fn publish(
+        &self,
+        inner: &mut Inner,
+        kind: ChangeKind,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+    ) {
+        let now = Instant::now();
+        let change = Arc::new(Change { rv: object.rv, kind, object, prev, at: now, line: OnceLock::new() });
+        inner.history.push_back(change.clone());
+        trim_history(inner, now);
+        // No receivers is fine: nobody is watching.
+        let _ = self.changes.send(change);
+    }
+
+    /// Subscribes to changes after `from_rv`: the retained changes already past it, and a receiver
+    /// for everything later. Fails when `from_rv` is older than the retained history.
+    pub fn watch_from(&self, from_rv: u64) -> Result<(Vec<Arc<Change>>, ChangeReceiver), Expired> {
+        let inner = self.inner.lock();
+        if from_rv < inner.oldest_resumable {
+            return Err(Expired { requested: from_rv, oldest: inner.oldest_resumable });
+        }
+        let receiver = self.changes.subscribe();
+        let start = inner.history.partition_point(|c| c.rv <= from_rv);
+        let backlog = inner.history.range(start..).cloned().collect();
+        Ok((backlog, receiver))
+    }
+
+    /// A consistent snapshot of `resource` and a receiver for every change after it.
+    pub fn snapshot_and_watch(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+    ) -> (Vec<Arc<StoredObject>>, u64, broadcast::Receiver<Arc<Change>>) {
+        let inner = self.inner.lock();
+        let receiver = self.changes.subscribe();
+        (Self::list_locked(&inner, resource, namespace), inner.rv, receiver)
+    }
+
+    /// The retained changes after `from_rv`, for a watcher that fell behind the broadcast.
+    pub fn changes_after(&self, from_rv: u64) -> Result<Vec<Arc<Change>>, Expired> {
+        let inner = self.inner.lock();
+        if from_rv < inner.oldest_resumable {
+            return Err(Expired { requested: from_rv, oldest: inner.oldest_resumable });
+        }
+        let start = inner.history.partition_point(|c| c.rv <= from_rv);
+        Ok(inner.history.range(start..).cloned().collect())
+    }
+
+    /// Drops all history: watches resuming from any earlier version get 410 Expired.
+    pub fn compact(&self) -> u64 {
+        let mut inner = self.inner.lock();
+        inner.history.clear();
+        inner.oldest_resumable = inner.rv;
+        inner.rv
+    }
+
+    pub fn set_history_config(&self, config: HistoryConfig) {
+        let mut inner = self.inner.lock();
+        inner.history_config = config;
+        trim_history(&mut inner, Instant::now());
+    }
+
+    /// Number of stored objects, over all resources.
+    pub fn object_count(&self) -> usize {
+        self.inner.lock().objects.iter().map(|m| m.len()).sum()
+    }
+
+    pub fn history_len(&self) -> usize {
+        self.inner.lock().history.len()
+    }
+}
+
+fn trim_history(inner: &mut Inner, now: Instant) {
+    let window = inner.history_config.window;
+    let max = inner.history_config.max_events;
+    while let Some(front) = inner.history.front() {
+        let too_many = inner.history.len() > max;
+        let too_old = now.duration_since(front.at) > window && inner.history.len() > 1;
+        if !(too_many || too_old) {
+            break;
+        }
+        // A watch from `front.rv` no longer sees this change's successor-free history.
+        inner.oldest_resumable = front.rv;
+        inner.history.pop_front();
+    }
+}
+
+/// The stored form of `p` at version `rv` (also used for dry runs, which store nothing).
+pub fn materialize(resource: ResourceId, p: Prepared, rv: u64) -> StoredObject {
+    let bytes = p.render(rv);
+    let namespace_hash = crate::selector::fnv1a64(p.namespace.as_bytes());
+    let uid_hash = crate::selector::fnv1a64(p.uid.as_bytes());
+    StoredObject {
+        rv,
+        resource,
+        namespace: p.namespace,
+        name: p.name,
+        uid: p.uid,
+        labels: p.labels,
+        fields: p.fields,
+        owner_uids: p.owner_uids,
+        namespace_hash,
+        uid_hash,
+        bytes,
+    }
+}
+
+/// The same object at another resourceVersion.
+fn restamp(current: &StoredObject, rv: u64) -> StoredObject {
+    let old = format!("\"resourceVersion\":\"{}\"", current.rv);
+    let bytes = match memchr::memmem::find(&current.bytes, old.as_bytes()) {
+        Some(at) => {
+            let new = format!("\"resourceVersion\":\"{rv}\"");
+            let mut out = Vec::with_capacity(current.bytes.len() + 4);
+            out.extend_from_slice(&current.bytes[..at]);
+            out.extend_from_slice(new.as_bytes());
+            out.extend_from_slice(&current.bytes[at + old.len()..]);
+            Bytes::from(out)
+        }
+        None => current.bytes.clone(),
+    };
+    StoredObject {
+        rv,
+        resource: current.resource,
+        namespace: current.namespace.clone(),
+        name: current.name.clone(),
+        uid: current.uid.clone(),
+        labels: current.labels.clone(),
+        fields: current.fields.clone(),
+        owner_uids: current.owner_uids.clone(),
+        namespace_hash: current.namespace_hash,
+        uid_hash: current.uid_hash,
+        bytes,
+    }
+}
+
+fn index_add(inner: &mut Inner, o: &StoredObject) {
+    let loc: Location = (o.resource, o.namespace.clone(), o.name.clone());
+    inner.by_uid.insert(o.uid.clone(), loc.clone());
+    for owner in o.owner_uids.iter() {
+        inner.dependents.entry(owner.clone()).or_default().insert(loc.clone());
+    }
+}
+
+fn index_remove(inner: &mut Inner, o: &StoredObject) {
+    inner.by_uid.remove(&o.uid);
+    let loc: Location = (o.resource, o.namespace.clone(), o.name.clone());
+    for owner in o.owner_uids.iter() {
+        if let Some(set) = inner.dependents.get_mut(owner) {
+            set.remove(&loc);
+            if set.is_empty() {
+                inner.dependents.remove(owner);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn prepared(ns: &str, name: &str, extra: Value) -> Prepared {
+        let mut v = json!({"metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"), "resourceVersion": RV_PLACEHOLDER}, "data": extra});
+        v["metadata"]["labels"] = json!({"app": "x"});
+        Prepared::new(
+            ns,
+            name,
+            &format!("uid-{name}"),
+            v["metadata"]["labels"].as_object().cloned(),
+            vec![],
+            vec![],
+            serde_json::to_vec(&v).unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn store() -> (Store, ResourceId) {
+        let s = Store::starting_at(100, HistoryConfig::default());
+        let id = s.resource_id(&ResourceKey { group: String::new(), plural: "configmaps".into() });
+        (s, id)
+    }
+
+    #[test]
+    fn versions_are_global_and_spliced_into_the_json() {
+        let (s, id) = store();
+        let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
+        let b = s.create(id, prepared("ns", "b", json!(1))).unwrap();
+        assert_eq!((a.rv, b.rv), (101, 102));
+        assert_eq!(b.value()["metadata"]["resourceVersion"], "102");
+        assert_eq!(s.create(id, prepared("ns", "a", json!(2))).unwrap_err(), StoreError::AlreadyExists);
+    }
+
+    #[test]
+    fn a_write_of_identical_bytes_makes_no_version_and_no_event() {
+        let (s, id) = store();
+        let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
+        let (_, mut rx) = s.watch_from(a.rv).unwrap();
+        let same = s.update(id, prepared("ns", "a", json!(1)), Expect::Version(a.rv)).unwrap();
+        assert_eq!(same.rv, a.rv);
+        assert!(rx.try_recv().is_err());
+        let changed = s.update(id, prepared("ns", "a", json!(2)), Expect::Version(a.rv)).unwrap();
+        assert_eq!(changed.rv, a.rv + 1);
+        assert_eq!(rx.try_recv().unwrap().kind, ChangeKind::Modified);
+    }
+
+    #[test]
+    fn stale_writes_conflict() {
+        let (s, id) = store();
+        let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
+        s.update(id, prepared("ns", "a", json!(2)), Expect::Any).unwrap();
+        let err = s.update(id, prepared("ns", "a", json!(3)), Expect::Version(a.rv)).unwrap_err();
+        assert_eq!(err, StoreError::Conflict { current: a.rv + 1 });
+    }
+
+    #[test]
+    fn deletion_events_carry_the_last_state_at_a_new_version() {
+        let (s, id) = store();
+        let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
+        let gone = s.remove(id, "ns", "a", Expect::Any).unwrap();
+        assert_eq!(gone.rv, a.rv + 1);
+        assert_eq!(gone.value()["metadata"]["resourceVersion"], (a.rv + 1).to_string());
+        assert!(s.get(id, "ns", "a").is_none());
+        assert!(s.get_by_uid("uid-a").is_none());
+    }
+
+    #[test]
+    fn watch_resumes_from_history_and_expires_after_compaction() {
+        let (s, id) = store();
+        let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
+        s.create(id, prepared("ns", "b", json!(1))).unwrap();
+        let (backlog, _) = s.watch_from(a.rv).unwrap();
+        assert_eq!(backlog.len(), 1);
+        assert_eq!(&*backlog[0].object.name, "b");
+        let now = s.compact();
+        assert!(s.watch_from(a.rv).is_err());
+        assert!(s.watch_from(now).is_ok());
+    }
+
+    #[test]
+    fn history_is_bounded_by_count() {
+        let (s, id) = store();
+        s.set_history_config(HistoryConfig { window: Duration::from_secs(0), max_events: 2 });
+        for i in 0..5 {
+            s.create(id, prepared("ns", &format!("o{i}"), json!(1))).unwrap();
+        }
+        assert_eq!(s.history_len(), 1);
+        assert!(s.watch_from(101).is_err());
+    }
+
+    #[test]
+    fn namespace_listing_is_ordered_and_scoped() {
+        let (s, id) = store();
+        for (ns, n) in [("b", "2"), ("a", "9"), ("b", "1"), ("c", "0")] {
+            s.create(id, prepared(ns, n, json!(1))).unwrap();
+        }
+        let (in_b, _) = s.list(id, Some("b"));
+        assert_eq!(in_b.iter().map(|o| &*o.name).collect::<Vec<_>>(), ["1", "2"]);
+        let (all, _) = s.list(id, None);
+        assert_eq!(
+            all.iter().map(|o| format!("{}/{}", o.namespace, o.name)).collect::<Vec<_>>(),
+            ["a/9", "b/1", "b/2", "c/0"]
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! kube-runtime's watcher and reflector against the sim: relisting after 410 and after dropped
+//! watches, bookmarks, streaming lists, and selector transitions.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use batchfleet_sim::faults::{FaultConfig, WatchFaults};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde_json::json;
+
+fn configmap(name: &str, labels: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})).unwrap()
+}
+
+async fn reflect_until(store: &reflector::Store<ConfigMap>, want: &BTreeSet<String>, what: &str) {
+    common::wait_until(what, Duration::from_secs(20), || async {
+        let names: BTreeSet<String> = store.state().iter().filter_map(|c| c.metadata.name.clone()).collect();
+        (names == *want).then_some(())
+    })
+    .await;
+}
+
+fn request_count(sim: &batchfleet_sim::SimCluster, verb: &str) -> u64 {
+    sim.counters().snapshot()["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verb"] == verb && r["resource"] == "configmaps")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// The reflector converges when the server drops every watch after a few events and compacts
+/// its history, so that resumed watches get 410 Expired and the watcher relists.
+#[tokio::test]
+async fn reflector_recovers_from_expired_history_and_dropped_watches() {
+    let sim = common::api_only().await;
+    sim.faults().configure(FaultConfig {
+        watch: WatchFaults { drop_after_events: Some(3), drop_after_seconds: Some(0.05) },
+        ..FaultConfig::default()
+    });
+    let client = common::client(&sim);
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()))
+        .applied_objects()
+        .for_each(|_| futures::future::ready(()));
+    let task = tokio::spawn(stream);
+    reader.wait_until_ready().await.unwrap();
+
+    let mut want = BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut i = 0;
+    // Write, then move history past the watcher's last resourceVersion with a write it does not
+    // watch, and compact: its next resumption is expired and it must relist.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(common::client(&sim), "default");
+    while request_count(&sim, "list") < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watcher never relisted: {}",
+            sim.counters().snapshot()
+        );
+        api.create(&PostParams::default(), &configmap(&format!("b{i}"), json!({}))).await.unwrap();
+        want.insert(format!("b{i}"));
+        let secret = serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
+        secrets.create(&PostParams::default(), &secret).await.unwrap();
+        sim.api().store().compact();
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    api.delete("b0", &Default::default()).await.unwrap();
+    want.remove("b0");
+    for j in 0..5 {
+        api.create(&PostParams::default(), &configmap(&format!("c{j}"), json!({}))).await.unwrap();
+        want.insert(format!("c{j}"));
+    }
+    reflect_until(&reader, &want, "convergence after compaction and dropped watches").await;
+    assert!(request_count(&sim, "watch") > 2, "watches were reopened");
+    task.abort();
+}
+
+/// A raw watch from an expired resourceVersion gets 200 with an ERROR 410 event, never HTTP 410.
+#[tokio::test]
+async fn expired_resource_version_is_an_error_event_inside_the_stream() {
+    let sim = common::api_only().await;
+    let api: Api<ConfigMap> = Api::namespaced(common::client(&sim), "default");
+    let first = api.create(&PostParams::default(), &configmap("x", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &configmap("y", json!({}))).await.unwrap();
+    sim.api().store().compact();
+    let rv = first.metadata.resource_version.unwrap();
+    let mut stream = api.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let event = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap().unwrap().unwrap();
+    match event {
+        WatchEvent::Error(e) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+            assert!(e.message.starts_with("too old resource version"), "{}", e.message);
+        }
+        other => panic!("expected an ERROR event, got {other:?}"),
+    }
+}
+
+/// Bookmarks carry apiVersion and kind (kube-rs requires them); a watch ends at timeoutSeconds.
+#[tokio::test]
+async fn bookmarks_and_timeouts() {
+    let sim = common::api_only().await;
+    let api: Api<ConfigMap> = Api::namespaced(common::client(&sim), "default");
+    let list = api.list(&Default::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let wp = WatchParams { bookmarks: true, ..WatchParams::default() }.timeout(3);
+    let started = std::time::Instant::now();
+    let events: Vec<_> = api.watch(&wp, &rv).await.unwrap().collect().await;
+    assert!(started.elapsed() >= Duration::from_secs(2), "the watch lasted until its timeout");
+    let bookmarks = events.iter().filter(|e| matches!(e, Ok(WatchEvent::Bookmark(_)))).count();
+    assert!(bookmarks >= 1, "{events:?}");
+}
+
+/// A streaming list (sendInitialEvents) gives the current objects, then the initial-events-end
+/// bookmark, then changes.
+#[tokio::test]
+async fn streaming_lists_end_with_the_initial_events_bookmark() {
+    let sim = common::api_only().await;
+    let api: Api<ConfigMap> = Api::namespaced(common::client(&sim), "default");
+    for i in 0..3 {
+        api.create(&PostParams::default(), &configmap(&format!("s{i}"), json!({}))).await.unwrap();
+    }
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector(writer, watcher(api.clone(), watcher::Config::default().streaming_lists()))
+        .applied_objects()
+        .for_each(|_| futures::future::ready(()));
+    let task = tokio::spawn(stream);
+    tokio::time::timeout(Duration::from_secs(10), reader.wait_until_ready()).await.unwrap().unwrap();
+    assert_eq!(reader.state().len(), 3);
+    api.create(&PostParams::default(), &configmap("s3", json!({}))).await.unwrap();
+    let want: BTreeSet<String> = (0..4).map(|i| format!("s{i}")).collect();
+    reflect_until(&reader, &want, "the change after the streaming list").await;
+    task.abort();
+
+    // Without bookmarks a streaming list is invalid.
+    let (status, _, body) = common::raw(
+        &common::client(&sim),
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+}
+
+/// An object that leaves a label selector is DELETED for that watch; one that enters is ADDED.
+#[tokio::test]
+async fn selector_transitions_are_added_and_deleted() {
+    let sim = common::api_only().await;
+    let api: Api<ConfigMap> = Api::namespaced(common::client(&sim), "default");
+    let list = api.list(&Default::default()).await.unwrap();
+    let wp = WatchParams::default().labels("tier=web");
+    let mut stream = api.watch(&wp, &list.metadata.resource_version.unwrap()).await.unwrap().boxed();
+    api.create(&PostParams::default(), &configmap("t", json!({"tier": "db"}))).await.unwrap();
+    let enter = json!({"metadata": {"labels": {"tier": "web"}}});
+    api.patch("t", &PatchParams::default(), &Patch::Merge(&enter)).await.unwrap();
+    let leave = json!({"metadata": {"labels": {"tier": "db"}}});
+    api.patch("t", &PatchParams::default(), &Patch::Merge(&leave)).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap().unwrap().unwrap();
+        seen.push(match e {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Bookmark(_) => continue,
+            WatchEvent::Error(e) => panic!("{e:?}"),
+        });
+    }
+    assert_eq!(seen, ["ADDED", "DELETED"]);
+}
