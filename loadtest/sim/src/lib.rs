@@ -11,6 +11,7 @@ pub mod counters;
 pub mod faults;
 pub mod field_error;
 pub mod gc;
+pub mod go_fmt;
 pub mod http;
 pub mod kubectl;
 pub mod patch;

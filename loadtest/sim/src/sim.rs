@@ -28,6 +28,8 @@ pub struct SimConfig {
     pub kubelet: bool,
     pub bookmark_interval: Duration,
     pub node_heartbeat: Duration,
+    /// How long a node's Lease may go unrenewed before the node is Unknown (upstream: 40s).
+    pub node_monitor_grace: Duration,
     pub history: HistoryConfig,
 }
 
@@ -39,6 +41,7 @@ impl Default for SimConfig {
             kubelet: true,
             bookmark_interval: Duration::from_secs(60),
             node_heartbeat: Duration::from_secs(10),
+            node_monitor_grace: Duration::from_secs(40),
             history: HistoryConfig::default(),
         }
     }
@@ -82,6 +85,10 @@ impl SimCluster {
             tokio::spawn(crate::http::serve(listener, shared.clone())),
             tokio::spawn(crate::gc::run(api.clone(), gc_rx)),
             tokio::spawn(nodes.clone().heartbeat(config.node_heartbeat)),
+            tokio::spawn(nodes.clone().lifecycle(
+                config.node_monitor_grace.min(Duration::from_secs(5)) / 2,
+                config.node_monitor_grace,
+            )),
         ];
         if config.kubelet {
             tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone()).run()));

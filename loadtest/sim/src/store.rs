@@ -371,17 +371,7 @@ impl Store {
     ) -> Result<Arc<StoredObject>, StoreError> {
         let mut inner = self.inner.lock();
         let key: ObjectKey = (object.namespace.clone(), object.name.clone());
-        let current = inner
-            .objects
-            .get(resource as usize)
-            .and_then(|m| m.get(&key))
-            .cloned()
-            .ok_or(StoreError::NotFound)?;
-        if let Expect::Version(v) = expect
-            && v != current.rv
-        {
-            return Err(StoreError::Conflict { current: current.rv });
-        }
+        let current = current_for_write(&inner, resource, &key, expect)?;
         if object.same_as(&current) {
             return Ok(current);
         }
@@ -405,17 +395,7 @@ impl Store {
     ) -> Result<Arc<StoredObject>, StoreError> {
         let mut inner = self.inner.lock();
         let key: ObjectKey = (namespace.into(), name.into());
-        let current = inner
-            .objects
-            .get(resource as usize)
-            .and_then(|m| m.get(&key))
-            .cloned()
-            .ok_or(StoreError::NotFound)?;
-        if let Expect::Version(v) = expect
-            && v != current.rv
-        {
-            return Err(StoreError::Conflict { current: current.rv });
-        }
+        let current = current_for_write(&inner, resource, &key, expect)?;
         let rv = inner.rv + 1;
         let tombstone = Arc::new(restamp(&current, rv));
         inner.rv = rv;
@@ -495,6 +475,21 @@ impl Store {
 
     pub fn history_len(&self) -> usize {
         self.inner.lock().history.len()
+    }
+}
+
+/// The stored version a write replaces, if it meets the write's expectation.
+fn current_for_write(
+    inner: &Inner,
+    resource: ResourceId,
+    key: &ObjectKey,
+    expect: Expect,
+) -> Result<Arc<StoredObject>, StoreError> {
+    let current =
+        inner.objects.get(resource as usize).and_then(|m| m.get(key)).cloned().ok_or(StoreError::NotFound)?;
+    match expect {
+        Expect::Version(v) if v != current.rv => Err(StoreError::Conflict { current: current.rv }),
+        _ => Ok(current),
     }
 }
 

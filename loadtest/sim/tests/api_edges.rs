@@ -216,3 +216,49 @@ async fn discovery_version_and_openapi() {
     let (code, doc) = status_of(&c, "GET", &url, None, b"").await;
     assert_eq!(code, 200, "{doc}");
 }
+
+#[tokio::test]
+async fn shard_selector_filters_watches_too() {
+    let sim = common::api_only().await;
+    let client = common::client(&sim);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    // Two namespaces in opposite halves of the hash space.
+    let names: Vec<String> = (0..64).map(|i| format!("w-{i}")).collect();
+    let low = names.iter().find(|n| fnv1a64(n.as_bytes()) < 1 << 63).unwrap().clone();
+    let high = names.iter().find(|n| fnv1a64(n.as_bytes()) >= 1 << 63).unwrap().clone();
+    for ns in [&low, &high] {
+        let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        namespaces.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    let rv = Api::<ConfigMap>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let sel = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')";
+    let uri = format!(
+        "/api/v1/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=2&shardSelector={}",
+        percent_encoding::utf8_percent_encode(sel, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let watch = tokio::spawn({
+        let client = client.clone();
+        async move { common::raw(&client, "GET", &uri, None, vec![]).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for ns in [&low, &high] {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let (code, _, body) = watch.await.unwrap();
+    assert_eq!(code, 200);
+    let seen: Vec<String> = body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "ADDED")
+        .map(|e| e["object"]["metadata"]["namespace"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(seen, vec![low]);
+}

@@ -333,3 +333,35 @@ async fn nodes_heartbeat_and_take_admin_faults() {
     assert_eq!(status, 200);
     assert!(nodes.get_opt("sim-node-9").await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn a_node_whose_lease_goes_stale_becomes_unknown() {
+    let sim = common::start(batchfleet_sim::SimConfig {
+        nodes: 2,
+        node_heartbeat: Duration::from_millis(100),
+        node_monitor_grace: Duration::from_millis(600),
+        ..Default::default()
+    })
+    .await;
+    let client = common::client(&sim);
+    let (status, _, body) =
+        common::raw(&client, "POST", "/_sim/nodes/sim-node-0/stop-heartbeat", None, vec![]).await;
+    assert_eq!(status, 200, "{body}");
+    let nodes: Api<Node> = Api::all(client);
+    let ready = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| c.status.clone())
+    };
+    common::wait_until("sim-node-0 Unknown", WAIT, || async {
+        let n = nodes.get("sim-node-0").await.unwrap();
+        (ready(&n).as_deref() == Some("Unknown")).then_some(n)
+    })
+    .await;
+    let n = nodes.get("sim-node-0").await.unwrap();
+    assert!(n.spec.unwrap().taints.unwrap().iter().any(|t| t.key == "node.kubernetes.io/unreachable"));
+    // The other node keeps heartbeating and stays Ready.
+    assert_eq!(ready(&nodes.get("sim-node-1").await.unwrap()).as_deref(), Some("True"));
+}

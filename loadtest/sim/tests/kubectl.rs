@@ -203,3 +203,63 @@ async fn delete_with_each_cascade_and_describe() {
     assert!(described.contains("Name:") && described.contains("hello"), "{described}");
     assert!(described.contains("Completions:"), "{described}");
 }
+
+#[tokio::test]
+async fn custom_resources_and_generic_kinds_apply_and_delete() {
+    let sim = common::api_only().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {status: {}}
+"#;
+    let f = k.write("crd.yaml", crd);
+    assert!(k.ok(&["apply", "-f", &f]).await.contains("created"));
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n";
+    let f = k.write("w.yaml", widget);
+    assert!(k.ok(&["apply", "-f", &f]).await.contains("widget.example.com/w1 created"));
+    let f = k.write("w.yaml", &widget.replace("size: 3", "size: 4"));
+    assert!(k.ok(&["apply", "-f", &f]).await.contains("configured"));
+    let got: Value = serde_json::from_str(&k.ok(&["get", "wd", "w1", "-o", "json"]).await).unwrap();
+    assert_eq!(got["spec"]["size"], 4);
+    assert!(k.ok(&["get", "widgets"]).await.contains("w1"));
+
+    let deploy = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+"#;
+    let f = k.write("d.yaml", deploy);
+    assert!(k.ok(&["apply", "-f", &f]).await.contains("deployment.apps/web created"));
+    assert!(k.ok(&["delete", "-f", &f]).await.contains("deleted"));
+    assert!(k.ok(&["delete", "widget", "w1"]).await.contains("deleted"));
+}
+
+#[tokio::test]
+async fn kubectl_delete_node_removes_it_from_the_scheduler() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    assert!(k.ok(&["delete", "node", "sim-node-1"]).await.contains("deleted"));
+    let nodes = k.ok(&["get", "nodes"]).await;
+    assert!(nodes.contains("sim-node-0") && !nodes.contains("sim-node-1"), "{nodes}");
+    common::wait_until("the scheduler to forget the node", Duration::from_secs(10), || async {
+        (sim.nodes().schedulable() == ["sim-node-0".to_string()]).then_some(())
+    })
+    .await;
+}

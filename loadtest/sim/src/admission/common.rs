@@ -391,35 +391,7 @@ pub(crate) fn selector_matches(sel: Option<&Value>, labels: Option<&Obj>) -> Opt
 // ---------------------------------------------------------------------------------------------
 // Go rendering of bad values (`%q`, `%#v`, `time.Time.String()`).
 
-/// Go's `%q` / `strconv.Quote` for the characters that matter here.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\x07' => out.push_str("\\a"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x0b' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::go_fmt::go_quote;
 
 /// `%#v` of a `map[string]string` (Go prints maps with sorted keys).
 pub(crate) fn go_string_map(m: Option<&Value>) -> String {

@@ -46,6 +46,7 @@ pub struct Kubelet {
     api: Arc<ApiServer>,
     nodes: Arc<Nodes>,
     pods: Target,
+    node_rid: crate::store::ResourceId,
     running: HashMap<Box<str>, Running>,
     timers: BinaryHeap<Reverse<Timer>>,
     seq: u64,
@@ -60,10 +61,12 @@ pub struct Kubelet {
 impl Kubelet {
     pub fn new(api: Arc<ApiServer>, nodes: Arc<Nodes>) -> Self {
         let pods = api.builtin("", "v1", "pods");
+        let node_rid = api.builtin("", "v1", "nodes").rid;
         Self {
             api,
             nodes,
             pods,
+            node_rid,
             running: HashMap::new(),
             timers: BinaryHeap::new(),
             seq: 0,
@@ -110,9 +113,7 @@ impl Kubelet {
 
     fn on_change(&mut self, change: &Change) {
         if change.object.resource != self.pods.rid {
-            if change.kind == ChangeKind::Deleted
-                && self.api.target_for(change.object.resource).is_some_and(|t| t.rt.is("", "nodes"))
-            {
+            if change.kind == ChangeKind::Deleted && change.object.resource == self.node_rid {
                 self.nodes.forget(&change.object.name);
             }
             return;

@@ -16,36 +16,119 @@ use crate::http::NodeAdmin;
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
 const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 const LEASE_DURATION_SECONDS: i64 = 40;
 
 /// The simulated nodes and whether each one heartbeats.
 pub struct Nodes {
     api: Arc<ApiServer>,
-    ready: Mutex<BTreeMap<String, bool>>,
+    /// Per node: whether its kubelet runs pods (Ready) and whether it renews its Lease.
+    state: Mutex<BTreeMap<String, NodeState>>,
     pub(crate) confirm_deletions: AtomicBool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct NodeState {
+    ready: bool,
+    heartbeat: bool,
 }
 
 impl Nodes {
     pub fn new(api: Arc<ApiServer>) -> Arc<Self> {
-        Arc::new(Self { api, ready: Mutex::new(BTreeMap::new()), confirm_deletions: AtomicBool::new(true) })
+        Arc::new(Self { api, state: Mutex::new(BTreeMap::new()), confirm_deletions: AtomicBool::new(true) })
     }
 
     /// Names of nodes that are Ready and schedulable, for the scheduler.
     pub fn schedulable(&self) -> Vec<String> {
-        self.ready.lock().iter().filter(|(_, r)| **r).map(|(n, _)| n.clone()).collect()
+        self.state.lock().iter().filter(|(_, s)| s.ready).map(|(n, _)| n.clone()).collect()
     }
 
     /// Whether the kubelet of `node` is alive (exists and Ready).
     pub fn is_ready(&self, node: &str) -> bool {
-        self.ready.lock().get(node).copied().unwrap_or(false)
+        self.state.lock().get(node).is_some_and(|s| s.ready)
     }
 
-    /// Renews every Ready node's Lease; run every 10s like the kubelet.
+    fn heartbeating(&self) -> Vec<String> {
+        self.state.lock().iter().filter(|(_, s)| s.heartbeat).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The kubelet of `node` dies: no more Lease renewals, no pod progress. The node lifecycle
+    /// check marks it Unknown once its Lease is older than the grace period.
+    pub fn stop_heartbeat(&self, node: &str) -> Result<(), ApiError> {
+        let mut state = self.state.lock();
+        let s = state
+            .get_mut(node)
+            .ok_or_else(|| ApiError::not_found(&self.api.builtin("", "v1", "nodes").rt, node))?;
+        s.heartbeat = false;
+        s.ready = false;
+        Ok(())
+    }
+
+    /// The node lifecycle controller: a node whose Lease was not renewed within `grace` becomes
+    /// Ready=Unknown with the unreachable taint, as upstream's node-monitor-grace-period (40s).
+    pub async fn lifecycle(self: Arc<Self>, every: Duration, grace: Duration) {
+        let mut tick = tokio::time::interval(every);
+        let leases = self.api.builtin("coordination.k8s.io", "v1", "leases");
+        loop {
+            tick.tick().await;
+            let (all, _) = self.api.store().list(leases.rid, Some(NODE_LEASE_NAMESPACE));
+            let now = jiff::Timestamp::now();
+            for lease in all {
+                let v = lease.value();
+                let renewed = v.pointer("/spec/renewTime").and_then(Value::as_str).and_then(meta::parse_time);
+                let stale = renewed.is_none_or(|t| now.duration_since(t).unsigned_abs() > grace);
+                if stale
+                    && let Err(e) = self.mark_unknown(&lease.name)
+                    && e.code != 404
+                {
+                    tracing::warn!(node = %lease.name, error = %e, "marking the node Unknown failed");
+                }
+            }
+        }
+    }
+
+    fn mark_unknown(&self, name: &str) -> Result<(), ApiError> {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        let now = meta::now_seconds();
+        self.api.update_with(&nodes, "", name, Subresource::Status, |node| {
+            let Some(conditions) = node.pointer_mut("/status/conditions").and_then(Value::as_array_mut)
+            else {
+                return Ok(false);
+            };
+            let mut changed = false;
+            for c in conditions.iter_mut() {
+                if c.get("status").and_then(Value::as_str) == Some("Unknown") {
+                    continue;
+                }
+                c["status"] = json!("Unknown");
+                c["reason"] = json!("NodeStatusUnknown");
+                c["message"] = json!("Kubelet stopped posting node status.");
+                c["lastTransitionTime"] = json!(now);
+                changed = true;
+            }
+            Ok(changed)
+        })?;
+        self.api.update_with(&nodes, "", name, Subresource::Main, |node| {
+            let mut taints =
+                node["spec"].get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
+            if taints.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(UNREACHABLE_TAINT)) {
+                return Ok(false);
+            }
+            taints.push(
+                json!({"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": meta::now_seconds()}),
+            );
+            node["spec"]["taints"] = Value::Array(taints);
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    /// Renews every heartbeating node's Lease; run every 10s like the kubelet.
     pub async fn heartbeat(self: Arc<Self>, every: Duration) {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
-            for name in self.schedulable() {
+            for name in self.heartbeating() {
                 if let Err(e) = self.renew_lease(&name)
                     && e.code != 404
                 {
@@ -162,16 +245,16 @@ impl NodeAdmin for Nodes {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),
         }
-        self.ready.lock().insert(name.to_string(), true);
+        self.state.lock().insert(name.to_string(), NodeState { ready: true, heartbeat: true });
         Ok(())
     }
 
     fn set_ready(&self, name: &str, ready: bool) -> Result<(), ApiError> {
-        if !self.ready.lock().contains_key(name) {
+        if !self.state.lock().contains_key(name) {
             return Err(ApiError::not_found(&self.api.builtin("", "v1", "nodes").rt, name));
         }
         self.set_ready_condition(name, ready)?;
-        self.ready.lock().insert(name.to_string(), ready);
+        self.state.lock().insert(name.to_string(), NodeState { ready, heartbeat: true });
         Ok(())
     }
 
@@ -192,19 +275,23 @@ impl NodeAdmin for Nodes {
     fn delete_node(&self, name: &str) -> Result<(), ApiError> {
         let nodes = self.api.builtin("", "v1", "nodes");
         self.api.delete(&nodes, "", name, &DeleteOptions::default())?;
-        self.ready.lock().remove(name);
+        self.state.lock().remove(name);
         Ok(())
     }
 
     fn set_confirm_deletions(&self, on: bool) {
         self.confirm_deletions.store(on, Ordering::Relaxed);
     }
+
+    fn stop_heartbeat(&self, name: &str) -> Result<(), ApiError> {
+        Nodes::stop_heartbeat(self, name)
+    }
 }
 
 impl Nodes {
     /// Forgets a node deleted through the API (`kubectl delete node`).
     pub fn forget(&self, name: &str) {
-        self.ready.lock().remove(name);
+        self.state.lock().remove(name);
     }
 
     pub fn confirms_deletions(&self) -> bool {

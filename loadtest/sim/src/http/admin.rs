@@ -22,6 +22,8 @@ pub trait NodeAdmin: Send + Sync {
     /// Adds the `node.kubernetes.io/out-of-service` NoExecute taint.
     fn taint_out_of_service(&self, name: &str) -> Result<(), ApiError>;
     fn delete_node(&self, name: &str) -> Result<(), ApiError>;
+    /// The kubelet dies: its Lease goes stale and the node becomes Unknown after the grace period.
+    fn stop_heartbeat(&self, name: &str) -> Result<(), ApiError>;
     /// Whether the kubelet confirms graceful pod deletions (off: pods stay Terminating).
     fn set_confirm_deletions(&self, on: bool);
 }
@@ -103,6 +105,10 @@ pub async fn handle(
         }
         ("POST", ["nodes", name, "out-of-service"]) => {
             nodes(shared)?.taint_out_of_service(name)?;
+            ok()
+        }
+        ("POST", ["nodes", name, "stop-heartbeat"]) => {
+            nodes(shared)?.stop_heartbeat(name)?;
             ok()
         }
         ("DELETE", ["nodes", name]) => {

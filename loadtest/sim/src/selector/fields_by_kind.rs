@@ -19,7 +19,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{FieldSelector, SelectorError, go_quote};
+use super::{FieldSelector, SelectorError};
+use crate::go_fmt::go_quote;
 
 /// The kinds with their own field-label rules; everything else is [`Kind::Generic`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::{SelectorError, go_quote};
+use super::SelectorError;
+use crate::go_fmt::go_quote;
 
 /// A requirement's operator (`selection.Operator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,8 @@
 
 use std::fmt;
 
-use super::{SelectorError, go_quote};
+use super::SelectorError;
+use crate::go_fmt::go_quote;
 
 /// 64-bit FNV-1a over `bytes` (Go's `hash/fnv.New64a`).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {

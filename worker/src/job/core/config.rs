@@ -1,0 +1,36 @@
+//! Tunables of the Job controller, defaulting to upstream's constants (job_controller.go).
+
+use std::time::Duration;
+
+use super::JOB_CONTROLLER_NAME;
+
+/// Controller constants. `Default` gives upstream's values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `MaxPodCreateDeletePerSync`: pods created or deleted (scale-down) in one sync.
+    pub max_pod_create_delete_per_sync: usize,
+    /// `MaxUncountedPods`: cap on `status.uncountedTerminatedPods` entries added per sync.
+    pub max_uncounted_pods: usize,
+    /// `DefaultJobPodFailureBackOff`: delay before re-creating a pod after the first failure.
+    pub pod_failure_backoff: Duration,
+    /// `MaxJobPodFailureBackOff`: cap of the doubling pod-failure back-off.
+    pub max_pod_failure_backoff: Duration,
+    /// `syncJobBatchPeriod`: minimum requeue delay for pod back-off (and the shell's pod-event batching).
+    pub sync_job_batch_period: Duration,
+    /// The `spec.managedBy` value this worker acts for; Jobs without the field count as
+    /// `kubernetes.io/job-controller`.
+    pub managed_by: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_pod_create_delete_per_sync: 500,
+            max_uncounted_pods: 500,
+            pod_failure_backoff: Duration::from_secs(10),
+            max_pod_failure_backoff: Duration::from_secs(600),
+            sync_job_batch_period: Duration::from_secs(1),
+            managed_by: JOB_CONTROLLER_NAME.to_string(),
+        }
+    }
+}
