@@ -35,6 +35,16 @@ pub struct BenchArgs {
     /// Skip the update phase.
     #[arg(long)]
     pub no_updates: bool,
+    /// Where to write the fan-out plot (SVG).
+    #[arg(long, default_value = "target/bench/sim-fanout.svg")]
+    pub plot: PathBuf,
+}
+
+/// What the fan-out watchers watch: full pods, or small ConfigMaps (client decoding cost aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Object {
+    Pod,
+    ConfigMap,
 }
 
 struct SimProcess {
@@ -71,6 +81,18 @@ impl SimProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(Self { child, url, pid })
+    }
+
+    /// CPU seconds the sim process has used (user + system).
+    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
+        // Fields after the command name (which may contain spaces) start at ") ".
+        let rest = stat.rsplit_once(") ").map(|(_, r)| r).context("stat format")?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks =
+            |i: usize| -> anyhow::Result<f64> { Ok(fields.get(i).context("stat field")?.parse::<f64>()?) };
+        // utime and stime are fields 14 and 15 of /proc/PID/stat (11 and 12 after the name).
+        Ok((ticks(11)? + ticks(12)?) / 100.0)
     }
 
     fn rss_bytes(&self) -> anyhow::Result<u64> {
@@ -129,14 +151,55 @@ where
 
 /// Delivered events per second to `watchers` kube-rs watches of one namespace while a writer
 /// updates pods as fast as it can.
-async fn fan_out(url: &str, watchers: usize, seconds: u64, objects: usize) -> anyhow::Result<(f64, f64)> {
-    let ns = format!("fanout-{watchers}");
+struct FanOut {
+    delivered_per_second: f64,
+    writes_per_second: f64,
+    /// Cores the sim process used during the measurement.
+    sim_cores: f64,
+}
+
+fn small_configmap(i: usize) -> k8s_openapi::api::core::v1::ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": format!("pod-{i:07}")}, "data": {"k": "v"}}))
+        .expect("static configmap")
+}
+
+async fn fan_out(
+    sim: &SimProcess,
+    object: Object,
+    watchers: usize,
+    seconds: u64,
+    objects: usize,
+) -> anyhow::Result<FanOut> {
+    match object {
+        Object::Pod => fan_out_of::<Pod>(sim, watchers, seconds, objects, bench_pod).await,
+        Object::ConfigMap => fan_out_of(sim, watchers, seconds, objects, small_configmap).await,
+    }
+}
+
+async fn fan_out_of<K>(
+    sim: &SimProcess,
+    watchers: usize,
+    seconds: u64,
+    objects: usize,
+    make: fn(usize) -> K,
+) -> anyhow::Result<FanOut>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let url = sim.url.as_str();
+    let ns = format!("fanout-{}-{watchers}", K::plural(&()));
     let c = client(url)?;
     let nss: Api<Namespace> = Api::all(c.clone());
     nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": ns}}))?).await?;
-    let pods: Api<Pod> = Api::namespaced(c.clone(), &ns);
+    let pods: Api<K> = Api::namespaced(c.clone(), &ns);
     for i in 0..objects {
-        pods.create(&PostParams::default(), &bench_pod(i)).await?;
+        pods.create(&PostParams::default(), &make(i)).await?;
     }
     let rv = pods.list(&ListParams::default().limit(1)).await?.metadata.resource_version.unwrap_or_default();
     let delivered = Arc::new(AtomicU64::new(0));
@@ -145,7 +208,7 @@ async fn fan_out(url: &str, watchers: usize, seconds: u64, objects: usize) -> an
     let clients: Vec<kube::Client> =
         (0..watchers.clamp(1, 8)).map(|_| client(url)).collect::<anyhow::Result<_>>()?;
     for w in 0..watchers {
-        let api: Api<Pod> = Api::namespaced(clients[w % clients.len()].clone(), &ns);
+        let api: Api<K> = Api::namespaced(clients[w % clients.len()].clone(), &ns);
         let delivered = delivered.clone();
         let rv = rv.clone();
         tasks.push(tokio::spawn(async move {
@@ -163,7 +226,7 @@ async fn fan_out(url: &str, watchers: usize, seconds: u64, objects: usize) -> an
     let writes = Arc::new(AtomicU64::new(0));
     let mut writers = Vec::new();
     for wi in 0..8 {
-        let pods = Api::<Pod>::namespaced(client(url)?, &ns);
+        let pods = Api::<K>::namespaced(client(url)?, &ns);
         let stop = stop.clone();
         let writes = writes.clone();
         writers.push(tokio::spawn(async move {
@@ -183,6 +246,7 @@ async fn fan_out(url: &str, watchers: usize, seconds: u64, objects: usize) -> an
         }));
     }
     let start_delivered = delivered.load(Ordering::Relaxed);
+    let start_cpu = sim.cpu_seconds()?;
     let started = Instant::now();
     for s in 1..=seconds {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -195,13 +259,18 @@ async fn fan_out(url: &str, watchers: usize, seconds: u64, objects: usize) -> an
     stop.store(true, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
     let total = delivered.load(Ordering::Relaxed) - start_delivered;
+    let sim_cores = (sim.cpu_seconds()? - start_cpu) / elapsed;
     for w in writers {
         let _ = w.await;
     }
     for t in tasks {
         t.abort();
     }
-    Ok((total as f64 / elapsed, writes.load(Ordering::Relaxed) as f64 / elapsed))
+    Ok(FanOut {
+        delivered_per_second: total as f64 / elapsed,
+        writes_per_second: writes.load(Ordering::Relaxed) as f64 / elapsed,
+        sim_cores,
+    })
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -212,6 +281,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "bench"}}))?)
         .await?;
     let rss_before = sim.rss_bytes()?;
+    let cpu_before = sim.cpu_seconds()?;
+    let create_started = Instant::now();
     eprintln!(
         "creating {} pods with {} in flight over {} connections",
         args.pods,
@@ -227,6 +298,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     })
     .await?;
     let rss_after = sim.rss_bytes()?;
+    let create_cores = (sim.cpu_seconds()? - cpu_before) / create_started.elapsed().as_secs_f64();
     let updates = if args.no_updates {
         None
     } else {
@@ -245,16 +317,21 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let per_100k = (rss_after.saturating_sub(rss_before)) as f64 * 100_000.0 / args.pods as f64;
     let mut fan = Vec::new();
-    for w in &args.watchers {
-        eprintln!("fan-out to {w} watchers for {}s", args.watch_seconds);
-        fan.push((*w, fan_out(&sim.url, *w, args.watch_seconds, 200).await?));
+    for object in [Object::Pod, Object::ConfigMap] {
+        for w in &args.watchers {
+            eprintln!("fan-out of {object:?} changes to {w} watchers for {}s", args.watch_seconds);
+            fan.push((object, *w, fan_out(&sim, object, *w, args.watch_seconds, 200).await?));
+        }
     }
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     println!("## sim cluster benchmark ({cpus} CPUs, {} pods)", args.pods);
     println!();
     println!("| measure | value |");
     println!("|---|---|");
-    println!("| pod creates/s ({} in flight) | {creates:.0} |", args.concurrency);
+    println!(
+        "| pod creates/s ({} in flight) | {creates:.0} (sim used {create_cores:.2} cores) |",
+        args.concurrency
+    );
     if let Some(u) = updates {
         println!("| pod updates/s (merge patch) | {u:.0} |");
     }
@@ -264,9 +341,31 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         rss_after as f64 / 1048576.0
     );
     println!("| RSS per 100k pods | {:.0} MiB |", per_100k / 1048576.0);
-    for (w, (delivered, writes)) in &fan {
-        println!("| watch events delivered/s, {w} watchers | {delivered:.0} (writes/s {writes:.0}) |");
+    for (object, w, f) in &fan {
+        println!(
+            "| {object:?} watch events delivered/s, {w} watchers | {:.0} (writes/s {:.0}; sim used {:.2} cores) |",
+            f.delivered_per_second, f.writes_per_second, f.sim_cores
+        );
     }
+    let series: Vec<crate::plot::Series> = [Object::Pod, Object::ConfigMap]
+        .iter()
+        .map(|o| crate::plot::Series {
+            name: format!("{o:?} events delivered/s"),
+            points: fan
+                .iter()
+                .filter(|(x, _, _)| x == o)
+                .map(|(_, w, f)| (*w as f64, f.delivered_per_second))
+                .collect(),
+        })
+        .collect();
+    crate::plot::log_x_line_chart(
+        &args.plot,
+        "sim watch fan-out to kube-rs watchers (2 cores, clients in the same machine)",
+        "watchers",
+        "events delivered per second",
+        &series,
+    )?;
+    eprintln!("plot written to {}", args.plot.display());
     drop(sim.child);
     Ok(())
 }

@@ -9,6 +9,7 @@ use batchfleet_sim::{SimCluster, SimConfig};
 use clap::{Parser, Subcommand};
 
 mod bench_sim;
+mod plot;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]

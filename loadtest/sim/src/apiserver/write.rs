@@ -275,7 +275,7 @@ impl ApiServer {
             {
                 return Err(ApiError::stale(&target.rt, name));
             }
-            match self.replace(target, &current, obj.clone(), sub, opts) {
+            match self.replace(target, &current, current.value(), obj.clone(), sub, opts) {
                 Err(Retry::Conflict) if requested_rv.is_none() => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -369,7 +369,11 @@ impl ApiServer {
             }
             meta_mut(&mut patched).insert("resourceVersion".into(), json!(live_rv));
             let obj = self.incoming(target, patched)?;
-            match self.replace(target, &current, obj, sub, opts) {
+            let old = match target.view {
+                View::Native => live,
+                View::EventsV1 => current.value(),
+            };
+            match self.replace(target, &current, old, obj, sub, opts) {
                 Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -390,11 +394,12 @@ impl ApiServer {
     ) -> Result<Arc<StoredObject>, ApiError> {
         loop {
             let current = self.get(target, namespace, name)?;
-            let mut obj = current.value();
+            let old = current.value();
+            let mut obj = old.clone();
             if !change(&mut obj)? {
                 return Ok(current);
             }
-            match self.replace(target, &current, obj, sub, &WriteOptions::default()) {
+            match self.replace(target, &current, old, obj, sub, &WriteOptions::default()) {
                 Err(Retry::Conflict) => continue,
                 Err(Retry::Fail(e)) => return Err(e),
                 Ok(stored) => return Ok(stored),
@@ -402,17 +407,18 @@ impl ApiServer {
         }
     }
 
-    /// Writes `obj` over `current` with upstream's update rules. `obj` is in the stored form.
+    /// Writes `obj` over `current` (parsed: `old`) with upstream's update rules. Both are in the
+    /// stored form.
     fn replace(
         &self,
         target: &Target,
         current: &Arc<StoredObject>,
+        old: Value,
         mut obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Arc<StoredObject>, Retry> {
         let rt = target.rt.clone();
-        let old = current.value();
         let name = current.name.to_string();
         // What a write may not change.
         {

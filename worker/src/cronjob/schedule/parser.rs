@@ -82,7 +82,11 @@ pub(super) fn parse_standard(spec: &str) -> Result<Schedule, ParseError> {
     }
     let fields = go_fields(spec);
     if fields.len() != 5 {
-        return Err(err(format!("expected exactly 5 fields, found {}: [{}]", fields.len(), fields.join(" "))));
+        return Err(err(format!(
+            "expected exactly 5 fields, found {}: [{}]",
+            fields.len(),
+            fields.join(" ")
+        )));
     }
     // normalizeFields: the seconds field defaults to "0".
     let spec = SpecSchedule {

@@ -1,0 +1,65 @@
+//! Plots for reports, as SVG files a person can open in a browser.
+
+use std::path::Path;
+
+use anyhow::Context;
+use plotters::prelude::*;
+
+/// One named line of (x, y) points.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart with a logarithmic x axis (watcher counts, Job sizes, …).
+pub fn log_x_line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> anyhow::Result<()> {
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let x_max = xs.fold(1.0f64, f64::max) * 1.5;
+    let y_max = ys.fold(1.0f64, f64::max) * 1.15;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).context("drawing the background")?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0.8f64..x_max).log_scale(), 0f64..y_max)
+        .context("building the chart")?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
+        .draw()
+        .context("drawing the axes")?;
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+            .context("drawing a series")?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart
+            .draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+            .context("drawing points")?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .context("legend")?;
+    root.present().context("writing the SVG")?;
+    Ok(())
+}
