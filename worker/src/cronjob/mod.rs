@@ -1,0 +1,5 @@
+//! The CronJob controller: robfig-compatible schedules, previews, and (next) its decision core
+//! and shell.
+
+pub mod preview;
+pub mod schedule;
