@@ -1,6 +1,11 @@
 //! The batchfleet worker: the shard runtime plus the Job, CronJob and TTL-after-finished
 //! reconcilers, each a pure decision core and a thin I/O shell.
 
+pub mod client;
 pub mod cronjob;
+pub mod events;
+pub mod job;
 pub mod runtime;
+pub mod serve_metrics;
 pub mod shards;
+pub mod standalone;

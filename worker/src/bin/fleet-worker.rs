@@ -1,3 +1,11 @@
+//! `fleet-worker`: reconciles Jobs (and, later, CronJobs and TTLs) for the shards it owns.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::standalone::{self, WorkerOptions};
 use clap::Parser;
 
 /// Stateless batchfleet worker: reconciles Jobs, CronJobs and TTLs for the shards it owns.
@@ -7,13 +15,86 @@ struct Args {
     /// Own every shard, with no coordinator.
     #[arg(long)]
     standalone: bool,
-    /// kubeconfig of the API server (default: in-cluster, then $KUBECONFIG).
+    /// kubeconfig of the API server (default: $KUBECONFIG, then in-cluster).
     #[arg(long, env = "KUBECONFIG")]
-    kubeconfig: Option<std::path::PathBuf>,
+    kubeconfig: Option<PathBuf>,
+    /// Client-side API rate limit in queries per second (0: unlimited), as kube-controller-manager's --kube-api-qps.
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f64,
+    /// Burst of the client-side rate limit, as --kube-api-burst.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
+    /// Jobs synced concurrently, as --concurrent-job-syncs.
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
+    /// Reconcile only Jobs whose spec.managedBy is this value (Jobs without the field count as
+    /// kubernetes.io/job-controller). Set e.g. batchfleet.io/job-controller to run beside
+    /// kube-controller-manager and move namespaces over one by one.
+    #[arg(long, env = "FLEET_JOB_MANAGED_BY", default_value = "kubernetes.io/job-controller")]
+    job_managed_by: String,
+    /// Where to serve /metrics and /healthz.
+    #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// This worker's identity (default: the host name).
+    #[arg(long, env = "FLEET_WORKER_ID")]
+    worker_id: Option<String>,
 }
 
-fn main() {
-    let args = Args::parse();
-    eprintln!("fleet-worker: the controllers are not implemented yet ({args:?})");
-    std::process::exit(2)
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    if !args.standalone {
+        eprintln!("fleet-worker: only --standalone is available until the coordinator protocol lands");
+        return ExitCode::from(2);
+    }
+    if args.concurrent_job_syncs == 0 || args.kube_api_qps < 0.0 {
+        eprintln!("fleet-worker: --concurrent-job-syncs must be at least 1 and --kube-api-qps at least 0");
+        return ExitCode::from(2);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let worker_id = args
+        .worker_id
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "fleet-worker".to_string());
+    let opts = WorkerOptions {
+        kubeconfig: args.kubeconfig,
+        rate_limit: RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst },
+        concurrent_job_syncs: args.concurrent_job_syncs,
+        job_managed_by: args.job_managed_by,
+        metrics_addr: args.metrics_addr,
+        worker_id,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fleet-worker: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let mut worker = match standalone::start(opts).await {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("fleet-worker: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tokio::select! {
+            _ = worker.wait() => {
+                eprintln!("fleet-worker: a controller task ended");
+                ExitCode::FAILURE
+            }
+            _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
+        }
+    })
 }

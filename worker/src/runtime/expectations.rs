@@ -67,24 +67,25 @@ impl<K: Clone + Eq + Hash> Expectations<K> {
     }
 }
 
-/// Pods whose tracking finalizer this worker removed and the cache still shows.
-pub struct FinalizerExpectations<K> {
+/// Per-pod expectations: pods this worker deleted, or whose tracking finalizer it removed, that
+/// the cache does not show so yet.
+pub struct UidExpectations<K> {
     pending: Mutex<HashMap<K, HashSet<String>>>,
 }
 
-impl<K: Clone + Eq + Hash> Default for FinalizerExpectations<K> {
+impl<K: Clone + Eq + Hash> Default for UidExpectations<K> {
     fn default() -> Self {
         Self { pending: Mutex::new(HashMap::new()) }
     }
 }
 
-impl<K: Clone + Eq + Hash> FinalizerExpectations<K> {
-    pub fn expect_removals(&self, key: &K, uids: impl IntoIterator<Item = String>) {
+impl<K: Clone + Eq + Hash> UidExpectations<K> {
+    pub fn expect_uids(&self, key: &K, uids: impl IntoIterator<Item = String>) {
         self.pending.lock().entry(key.clone()).or_default().extend(uids);
     }
 
     /// The cache showed `uid` without the finalizer (or gone).
-    pub fn removal_observed(&self, key: &K, uid: &str) {
+    pub fn observed(&self, key: &K, uid: &str) {
         let mut pending = self.pending.lock();
         if let Some(set) = pending.get_mut(key) {
             set.remove(uid);
@@ -95,8 +96,8 @@ impl<K: Clone + Eq + Hash> FinalizerExpectations<K> {
     }
 
     /// A removal that failed will not be observed.
-    pub fn removal_failed(&self, key: &K, uid: &str) {
-        self.removal_observed(key, uid);
+    pub fn failed(&self, key: &K, uid: &str) {
+        self.observed(key, uid);
     }
 
     pub fn satisfied(&self, key: &K) -> bool {
@@ -142,13 +143,13 @@ mod tests {
 
     #[test]
     fn finalizer_removals_are_tracked_per_uid() {
-        let e = FinalizerExpectations::<String>::default();
+        let e = UidExpectations::<String>::default();
         let k = "ns/job".to_string();
-        e.expect_removals(&k, ["a".to_string(), "b".to_string()]);
+        e.expect_uids(&k, ["a".to_string(), "b".to_string()]);
         assert!(!e.satisfied(&k));
-        e.removal_observed(&k, "a");
+        e.observed(&k, "a");
         assert_eq!(e.pending(&k).len(), 1);
-        e.removal_failed(&k, "b");
+        e.failed(&k, "b");
         assert!(e.satisfied(&k));
     }
 }

@@ -108,6 +108,9 @@ pub(super) fn remaining_time(
     }
     let mut backoff = base;
     for _ in 1..failures {
+        if backoff.is_zero() {
+            break;
+        }
         backoff = backoff.saturating_mul(2);
         if backoff >= max {
             backoff = max;
@@ -123,6 +126,7 @@ pub(super) fn remaining_time(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::testutil::{mk_pod, ts};
@@ -136,12 +140,21 @@ mod tests {
     fn new_backoff_record_matches_test_new_backoff_record() {
         let t = t0();
         let ms = |n: i64| t.checked_sub(SignedDuration::from_millis(n)).unwrap();
-        let rec = |n, time: Option<Timestamp>| BackoffRecord { failures_after_last_success: n, last_failure_time: time };
+        let rec = |n, time: Option<Timestamp>| BackoffRecord {
+            failures_after_last_success: n,
+            last_failure_time: time,
+        };
         let prev2 = rec(2, None);
         let cases: Vec<(&str, Option<&BackoffRecord>, Vec<Timestamp>, Vec<Timestamp>, BackoffRecord)> = vec![
             ("Empty backoff store and one new failure", None, vec![], vec![t], rec(1, Some(t))),
             ("Empty backoff store and two new failures", None, vec![], vec![t, ms(1)], rec(2, Some(t))),
-            ("Empty backoff store, two failures followed by success", None, vec![t], vec![ms(2), ms(1)], rec(0, None)),
+            (
+                "Empty backoff store, two failures followed by success",
+                None,
+                vec![t],
+                vec![ms(2), ms(1)],
+                rec(0, None),
+            ),
             (
                 "Empty backoff store, two failures, one success and two more failures",
                 None,
@@ -149,8 +162,20 @@ mod tests {
                 vec![t, ms(4), ms(3), ms(1)],
                 rec(2, Some(t)),
             ),
-            ("Backoff store having failure count 2 and one new failure", Some(&prev2), vec![], vec![t], rec(3, Some(t))),
-            ("Empty backoff store with success and failure at same timestamp", None, vec![t], vec![t], rec(0, None)),
+            (
+                "Backoff store having failure count 2 and one new failure",
+                Some(&prev2),
+                vec![],
+                vec![t],
+                rec(3, Some(t)),
+            ),
+            (
+                "Empty backoff store with success and failure at same timestamp",
+                None,
+                vec![t],
+                vec![t],
+                rec(0, None),
+            ),
             ("Empty backoff store with no success/failure", None, vec![], vec![], rec(0, None)),
             ("Empty backoff store with one success", None, vec![t], vec![], rec(0, None)),
         ];
@@ -197,10 +222,19 @@ mod tests {
             ),
             (
                 "two containers terminated and one running; fallback to deletionTimestamp",
-                mk_pod("p").finished_at(minus(1)).container_running("r").finished_at(minus(2)).deleted_at(t, None).build(),
+                mk_pod("p")
+                    .finished_at(minus(1))
+                    .container_running("r")
+                    .finished_at(minus(2))
+                    .deleted_at(t, None)
+                    .build(),
                 t,
             ),
-            ("fallback to deletionTimestamp", mk_pod("p").container_running("r").deleted_at(t, None).build(), t),
+            (
+                "fallback to deletionTimestamp",
+                mk_pod("p").container_running("r").deleted_at(t, None).build(),
+                t,
+            ),
             (
                 "fallback to deletionTimestamp, decremented by grace period",
                 mk_pod("p").container_running("r").deleted_at(t, Some(30)).build(),
@@ -213,10 +247,18 @@ mod tests {
             ),
             (
                 "skip fallback to PodReady.LastTransitionTime when status of the condition is True",
-                mk_pod("p").container_terminated_no_time().condition_at("Ready", "True", minus(30)).deleted_at(t, None).build(),
+                mk_pod("p")
+                    .container_terminated_no_time()
+                    .condition_at("Ready", "True", minus(30))
+                    .deleted_at(t, None)
+                    .build(),
                 t,
             ),
-            ("fallback to creationTimestamp", mk_pod("p").container_terminated_no_time().created_at(t).build(), t),
+            (
+                "fallback to creationTimestamp",
+                mk_pod("p").container_terminated_no_time().created_at(t).build(),
+                t,
+            ),
             (
                 "Pod with init container and all containers terminated",
                 mk_pod("p").finished_at(minus(1)).init_finished_at(t).build(),

@@ -36,7 +36,13 @@ fn non_empty(s: &str) -> Option<String> {
 }
 
 /// `newCondition`: both probe and transition time are `now`; empty reason/message are omitted.
-pub(super) fn new_condition(type_: &str, status: &str, reason: &str, message: &str, now: Timestamp) -> JobCondition {
+pub(super) fn new_condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> JobCondition {
     JobCondition {
         type_: type_.to_string(),
         status: status.to_string(),
@@ -96,6 +102,7 @@ pub(super) fn ensure_status(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
 
@@ -107,14 +114,41 @@ mod tests {
     #[test]
     fn ensure_status_matches_test_ensure_job_conditions() {
         let now = Timestamp::UNIX_EPOCH;
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Vec<JobCondition>, &str, &str, Vec<JobCondition>, bool)> = vec![
             ("append true condition", vec![], TRUE, "foo", vec![cond(TRUE, "foo")], true),
             ("append false condition", vec![], FALSE, "foo", vec![], false),
-            ("update true condition reason", vec![cond(TRUE, "foo")], TRUE, "bar", vec![cond(TRUE, "bar")], true),
-            ("update true condition status", vec![cond(TRUE, "foo")], FALSE, "foo", vec![cond(FALSE, "foo")], true),
-            ("update false condition status", vec![cond(FALSE, "foo")], TRUE, "foo", vec![cond(TRUE, "foo")], true),
-            ("condition already exists", vec![cond(TRUE, "foo")], TRUE, "foo", vec![cond(TRUE, "foo")], false),
+            (
+                "update true condition reason",
+                vec![cond(TRUE, "foo")],
+                TRUE,
+                "bar",
+                vec![cond(TRUE, "bar")],
+                true,
+            ),
+            (
+                "update true condition status",
+                vec![cond(TRUE, "foo")],
+                FALSE,
+                "foo",
+                vec![cond(FALSE, "foo")],
+                true,
+            ),
+            (
+                "update false condition status",
+                vec![cond(FALSE, "foo")],
+                TRUE,
+                "foo",
+                vec![cond(TRUE, "foo")],
+                true,
+            ),
+            (
+                "condition already exists",
+                vec![cond(TRUE, "foo")],
+                TRUE,
+                "foo",
+                vec![cond(TRUE, "foo")],
+                false,
+            ),
         ];
         for (name, mut have, status, reason_, want, want_update) in cases {
             let updated = ensure_status(&mut have, SUSPENDED, status, reason_, "", now);

@@ -17,6 +17,9 @@ pub struct Config {
     pub max_pod_failure_backoff: Duration,
     /// `syncJobBatchPeriod`: minimum requeue delay for pod back-off (and the shell's pod-event batching).
     pub sync_job_batch_period: Duration,
+    /// `DefaultJobApiBackOff` / `MaxJobApiBackOff`: the shell's per-Job rate limiter after a failed sync.
+    pub api_backoff: Duration,
+    pub max_api_backoff: Duration,
     /// The `spec.managedBy` value this worker acts for; Jobs without the field count as
     /// `kubernetes.io/job-controller`.
     pub managed_by: String,
@@ -30,6 +33,8 @@ impl Default for Config {
             pod_failure_backoff: Duration::from_secs(10),
             max_pod_failure_backoff: Duration::from_secs(600),
             sync_job_batch_period: Duration::from_secs(1),
+            api_backoff: Duration::from_secs(1),
+            max_api_backoff: Duration::from_secs(60),
             managed_by: JOB_CONTROLLER_NAME.to_string(),
         }
     }

@@ -71,7 +71,9 @@ pub(super) fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &
                  matching FailJob rule at index {index}"
             ),
             Matched::Condition(cond_type) => {
-                format!("Pod {namespace}/{name} has condition {cond_type} matching FailJob rule at index {index}")
+                format!(
+                    "Pod {namespace}/{name} has condition {cond_type} matching FailJob rule at index {index}"
+                )
             }
         });
         return PfpMatch { fail_job_message, count_failed, action: Some(action) };
@@ -120,6 +122,7 @@ fn matching_condition<'a>(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::testutil::{mk_pod, pfp_exit_codes, pfp_pod_conditions};
@@ -140,7 +143,9 @@ mod tests {
                 "unknown action for rule matching by exit codes - skip rule with unknown action",
                 pfp_exit_codes(&[("UnknownAction", "In", &[1, 2]), ("FailJob", "In", &[2, 3])]),
                 failed(&[("main-container", 2)]),
-                Some("Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 1"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 1",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -148,7 +153,9 @@ mod tests {
                 "unknown operator - rule with unknown action is skipped for onExitCodes",
                 pfp_exit_codes(&[("Ignore", "UnknownOperator", &[1, 2]), ("FailJob", "In", &[2, 3])]),
                 failed(&[("main-container", 2)]),
-                Some("Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 1"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 1",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -164,7 +171,9 @@ mod tests {
                 "FailJob rule matched for exit codes",
                 pfp_exit_codes(&[("FailJob", "In", &[1, 2, 3])]),
                 failed(&[("main-container", 2)]),
-                Some("Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 0"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 2 matching FailJob rule at index 0",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -193,7 +202,9 @@ mod tests {
                 "pod failure policy with NotIn operator and value 0",
                 pfp_exit_codes(&[("FailJob", "NotIn", &[0])]),
                 failed(&[("main-container", 1), ("suppport-container", 0)]),
-                Some("Container main-container for pod default/mypod failed with exit code 1 matching FailJob rule at index 0"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 1 matching FailJob rule at index 0",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -201,7 +212,9 @@ mod tests {
                 "second jobfail rule matched for exit codes",
                 pfp_exit_codes(&[("Count", "In", &[1, 2, 3]), ("FailJob", "In", &[4, 5, 6])]),
                 failed(&[("main-container", 6)]),
-                Some("Container main-container for pod default/mypod failed with exit code 6 matching FailJob rule at index 1"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 6 matching FailJob rule at index 1",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -249,7 +262,9 @@ mod tests {
                 "UPSTREAM.md §2: [Ignore In(1,2,3), FailJob In(5,6,7)], exit 5",
                 pfp_exit_codes(&[("Ignore", "In", &[1, 2, 3]), ("FailJob", "In", &[5, 6, 7])]),
                 failed(&[("main-container", 5)]),
-                Some("Container main-container for pod default/mypod failed with exit code 5 matching FailJob rule at index 1"),
+                Some(
+                    "Container main-container for pod default/mypod failed with exit code 5 matching FailJob rule at index 1",
+                ),
                 true,
                 Some(PfpAction::FailJob),
             ),
@@ -288,7 +303,9 @@ mod tests {
             .build();
         assert_eq!(
             match_pod_failure_policy(Some(&policy), &pod).fail_job_message.as_deref(),
-            Some("Container init-container for pod default/mypod-0 failed with exit code 5 matching FailJob rule at index 1")
+            Some(
+                "Container init-container for pod default/mypod-0 failed with exit code 5 matching FailJob rule at index 1"
+            )
         );
     }
 }

@@ -201,7 +201,9 @@ pub(super) fn pods_with_delayed_deletion_per_index(
         match result.get(&ix) {
             Some(&last) => {
                 let last = &facts[last];
-                if last.absolute_failure_count() <= p.absolute_failure_count() && p.finish_time >= last.finish_time {
+                if last.absolute_failure_count() <= p.absolute_failure_count()
+                    && p.finish_time >= last.finish_time
+                {
                     result.insert(ix, pos);
                 }
             }
@@ -241,6 +243,7 @@ pub(super) fn pod_generate_name_with_index(job_name: &str, index: i64) -> String
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::intervals::Interval;
@@ -256,12 +259,17 @@ mod tests {
     #[test]
     fn calculate_succeeded_indexes_matches_upstream() {
         let job = mk_job("job", 1, 10, 6).indexed().build();
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Vec<(&str, &str)>, i64, &[(i64, i64)])> = vec![
             ("one index", vec![("1", "Succeeded")], 2, &[(1, 1)]),
             (
                 "two separate",
-                vec![("2", "Failed"), ("5", "Succeeded"), ("5", "Succeeded"), ("10", "Failed"), ("10", "Succeeded")],
+                vec![
+                    ("2", "Failed"),
+                    ("5", "Succeeded"),
+                    ("5", "Succeeded"),
+                    ("10", "Failed"),
+                    ("10", "Succeeded"),
+                ],
                 11,
                 &[(5, 5), (10, 10)],
             ),
@@ -328,12 +336,24 @@ mod tests {
         let job = |bl: i32| mk_job("job", 2, 2, 6).indexed().backoff_limit_per_index(bl).build();
         let pod = |ix: &str, count: &str| mk_pod(ix).index(ix).failure_count(count).phase("Failed");
         let cases: Vec<(&str, i32, Option<&str>, Vec<Pod>, &[(i64, i64)])> = vec![
-            ("one new index failed", 1, None, vec![pod("0", "0").finalizer().build(), pod("1", "1").finalizer().build()], &[(1, 1)]),
+            (
+                "one new index failed",
+                1,
+                None,
+                vec![pod("0", "0").finalizer().build(), pod("1", "1").finalizer().build()],
+                &[(1, 1)],
+            ),
             ("pod without finalizer is ignored", 0, None, vec![pod("0", "0").build()], &[]),
             ("pod outside completions is ignored", 0, None, vec![pod("3", "0").build()], &[]),
             ("extend the failed indexes", 0, Some("0"), vec![pod("1", "0").finalizer().build()], &[(0, 1)]),
             ("prev failed indexes empty", 0, Some(""), vec![pod("1", "0").finalizer().build()], &[(1, 1)]),
-            ("prev failed indexes outside the completions", 0, Some("9"), vec![pod("1", "0").finalizer().build()], &[(1, 1)]),
+            (
+                "prev failed indexes outside the completions",
+                0,
+                Some("9"),
+                vec![pod("1", "0").finalizer().build()],
+                &[(1, 1)],
+            ),
         ];
         for (name, bl, prev, pods, want) in cases {
             let job = job(bl);
@@ -346,7 +366,6 @@ mod tests {
     /// TestFirstPendingIndexes, every row.
     #[test]
     fn first_pending_indexes_matches_test_first_pending_indexes() {
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, usize, i64, &[i64], &[(i64, i64)], Option<&[(i64, i64)]>, &[i64])> = vec![
             ("cnt greater than completions", 5, 3, &[], &[], None, &[0, 1, 2]),
             ("cnt less than completions", 2, 5, &[], &[], None, &[0, 1]),
@@ -354,7 +373,15 @@ mod tests {
             ("last pods active or succeeded", 6, 6, &[6], &[(4, 5)], None, &[0, 1, 2, 3]),
             // "mixed": active {3,5,8, no index, -3}; unknown indexes are not active indexes.
             ("mixed", 5, 20, &[3, 5, 8], &[(2, 4), (9, 9)], None, &[0, 1, 6, 7, 10]),
-            ("with failed indexes", 5, 20, &[3, 9], &[(1, 1), (5, 5), (9, 9)], Some(&[(2, 2), (6, 7)]), &[0, 4, 8, 10, 11]),
+            (
+                "with failed indexes",
+                5,
+                20,
+                &[3, 9],
+                &[(1, 1), (5, 5), (9, 9)],
+                Some(&[(2, 2), (6, 7)]),
+                &[0, 4, 8, 10, 11],
+            ),
         ];
         for (name, cnt, completions, active, succeeded, failed, want) in cases {
             let failed = failed.map(iv);
@@ -367,7 +394,6 @@ mod tests {
     #[test]
     fn duplicated_index_removal_matches_upstream() {
         let job = mk_job("job", 6, 6, 6).indexed().build();
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Vec<(&str, &str)>, Vec<(&str, &str)>, Vec<(&str, &str)>)> = vec![
             (
                 "all unique",
@@ -387,7 +413,13 @@ mod tests {
                     ("6", "Running"),
                     ("6", "Pending"),
                 ],
-                vec![("0", "Pending"), ("0", "Running"), ("3", "Pending"), ("6", "Running"), ("6", "Pending")],
+                vec![
+                    ("0", "Pending"),
+                    ("0", "Running"),
+                    ("3", "Pending"),
+                    ("6", "Running"),
+                    ("6", "Pending"),
+                ],
                 vec![("0", "Running"), ("3", "Running"), ("5", "Pending")],
             ),
             (
@@ -401,13 +433,22 @@ mod tests {
                     ("1", "Pending"),
                     ("1", "Running"),
                 ],
-                vec![("-", "Pending"), ("invalid", "Running"), ("-2", "Running"), ("1", "Pending"), ("1", "Pending")],
+                vec![
+                    ("-", "Pending"),
+                    ("invalid", "Running"),
+                    ("-2", "Running"),
+                    ("1", "Pending"),
+                    ("1", "Pending"),
+                ],
                 vec![("0", "Pending"), ("1", "Running")],
             ),
         ];
         for (name, pods, want_rm, want_left) in cases {
-            let built: Vec<Pod> =
-                pods.iter().enumerate().map(|(i, (ix, ph))| mk_pod(&format!("p{i}")).maybe_index(ix).phase(ph).build()).collect();
+            let built: Vec<Pod> = pods
+                .iter()
+                .enumerate()
+                .map(|(i, (ix, ph))| mk_pod(&format!("p{i}")).maybe_index(ix).phase(ph).build())
+                .collect();
             let facts = facts_of(&job, &built);
             let keys: Vec<_> = built.iter().map(active_pods_key).collect();
             let order = |a: usize, b: usize| keys[a].cmp(&keys[b]);
@@ -426,13 +467,16 @@ mod tests {
         let p = |uid: &str, ix: &str, count: &str, phase: &str| {
             mk_pod(uid).uid(uid).index(ix).failure_count(count).phase(phase).finalizer()
         };
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, i32, i32, Vec<Pod>, Vec<&str>, Vec<&str>)> = vec![
             (
                 "failed pods are kept corresponding to non-failed indexes are kept",
                 3,
                 1,
-                vec![p("a", "0", "0", "Failed").build(), p("b", "1", "1", "Failed").build(), p("c", "2", "0", "Failed").build()],
+                vec![
+                    p("a", "0", "0", "Failed").build(),
+                    p("b", "1", "1", "Failed").build(),
+                    p("c", "2", "0", "Failed").build(),
+                ],
                 vec![],
                 vec!["a", "c"],
             ),
@@ -480,7 +524,11 @@ mod tests {
                 "multiple failed pods for index with different failure count; only the pod with highest failure count is kept",
                 2,
                 4,
-                vec![p("a1", "0", "0", "Failed").build(), p("a3", "0", "2", "Failed").build(), p("a2", "0", "1", "Failed").build()],
+                vec![
+                    p("a1", "0", "0", "Failed").build(),
+                    p("a3", "0", "2", "Failed").build(),
+                    p("a2", "0", "1", "Failed").build(),
+                ],
                 vec![],
                 vec!["a3"],
             ),
@@ -504,7 +552,8 @@ mod tests {
             let facts = super::super::view::pod_facts(&view, &pods, &rm);
             let failed = calculate_failed_indexes(&view, None, &facts);
             let (_, succeeded) = calculate_succeeded_indexes("", i64::from(completions), &facts);
-            let got = pods_with_delayed_deletion_per_index(&facts, i64::from(completions), &succeeded, &failed);
+            let got =
+                pods_with_delayed_deletion_per_index(&facts, i64::from(completions), &succeeded, &failed);
             let mut uids: Vec<&str> = got.values().map(|&i| facts[i].uid.as_str()).collect();
             uids.sort_unstable();
             assert_eq!(uids, want, "{name}");
@@ -517,7 +566,11 @@ mod tests {
         let plain = mk_job("job", 1, 1, 6).indexed().build();
         let ignore = mk_job("job", 1, 1, 6)
             .indexed()
-            .pod_failure_policy(crate::job::core::testutil::pfp_pod_conditions(&[("Ignore", "DisruptionTarget", "True")]))
+            .pod_failure_policy(crate::job::core::testutil::pfp_pod_conditions(&[(
+                "Ignore",
+                "DisruptionTarget",
+                "True",
+            )]))
             .build();
         let replaced = |job, count: &str, disrupted: bool| {
             let mut b = mk_pod("a").index("0").failure_count(count).phase("Failed").finalizer();
@@ -532,7 +585,11 @@ mod tests {
         let f = replaced(&plain, "3", false);
         assert_eq!(new_index_failure_counts(&JobView::new(&plain), Some(&f)), (4, 0), "replaced with >0");
         let f = replaced(&ignore, "3", true);
-        assert_eq!(new_index_failure_counts(&JobView::new(&ignore), Some(&f)), (3, 1), "matching the ignore rule");
+        assert_eq!(
+            new_index_failure_counts(&JobView::new(&ignore), Some(&f)),
+            (3, 1),
+            "matching the ignore rule"
+        );
 
         let cases = [
             ("no annotation", "", 0),
@@ -575,7 +632,9 @@ mod tests {
 
     #[test]
     fn completion_index_parses_like_atoi() {
-        for (v, want) in [("0", Some(0)), ("12", Some(12)), ("+3", Some(3)), ("-1", None), ("x", None), ("", None)] {
+        for (v, want) in
+            [("0", Some(0)), ("12", Some(12)), ("+3", Some(3)), ("-1", None), ("x", None), ("", None)]
+        {
             let pod = mk_pod("p").index(v).build();
             assert_eq!(completion_index(&pod), want, "{v:?}");
         }

@@ -87,7 +87,10 @@ impl OrderedIntervals {
 
     /// `total`: number of indexes covered.
     pub fn total(&self) -> i64 {
-        self.0.iter().map(|iv| iv.last.saturating_sub(iv.first).saturating_add(1)).fold(0, i64::saturating_add)
+        self.0
+            .iter()
+            .map(|iv| iv.last.saturating_sub(iv.first).saturating_add(1))
+            .fold(0, i64::saturating_add)
     }
 
     /// `has`: binary search.
@@ -114,6 +117,7 @@ impl fmt::Display for OrderedIntervals {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
 

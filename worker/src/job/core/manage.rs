@@ -38,7 +38,10 @@ pub(super) enum ManageOps {
     /// Positions of pods to delete (finalizer first).
     Delete(Vec<usize>),
     /// Pods to create and their `job_pods_creation_total` reason.
-    Create { pods: Vec<Pod>, reason: &'static str },
+    Create {
+        pods: Vec<Pod>,
+        reason: &'static str,
+    },
 }
 
 pub(super) struct ManageDecision {
@@ -112,7 +115,11 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
     if !view.indexed {
         let pod = pod_from_template(view.job, None, None);
         let pods = vec![pod; diff];
-        return ManageDecision { action: SyncAction::PodsCreated, ops: ManageOps::Create { pods, reason }, requeue: None };
+        return ManageDecision {
+            action: SyncAction::PodsCreated,
+            ops: ManageOps::Create { pods, reason },
+            requeue: None,
+        };
     }
 
     let completions = view.index_bound();
@@ -160,7 +167,8 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
     let pods = indexes
         .into_iter()
         .map(|ix| {
-            let counts = per_index.then(|| new_index_failure_counts(view, m.delayed.get(&ix).map(|&p| &m.facts[p])));
+            let counts =
+                per_index.then(|| new_index_failure_counts(view, m.delayed.get(&ix).map(|&p| &m.facts[p])));
             pod_from_template(view.job, Some(ix), counts)
         })
         .collect();

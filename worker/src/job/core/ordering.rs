@@ -44,7 +44,10 @@ impl PartialOrd for AfterOrZero {
 pub(super) fn active_pods_key(pod: &Pod) -> ActivePodsKey {
     let ready = is_ready(pod);
     let ready_since = if ready {
-        ready_condition(pod).filter(|c| c.status == "True").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+        ready_condition(pod)
+            .filter(|c| c.status == "True")
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0)
     } else {
         None
     };
@@ -73,6 +76,7 @@ pub(super) fn active_pods_key(pod: &Pod) -> ActivePodsKey {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::testutil::{mk_pod, ts};
@@ -96,8 +100,18 @@ mod tests {
                 .condition_at("Ready", "True", t1)
                 .restarts(3)
                 .build(),
-            mk_pod("ready-long-ago-newer").phase("Running").node("n").condition_at("Ready", "True", t1).created_at(t2).build(),
-            mk_pod("ready-long-ago-older").phase("Running").node("n").condition_at("Ready", "True", t1).created_at(t1).build(),
+            mk_pod("ready-long-ago-newer")
+                .phase("Running")
+                .node("n")
+                .condition_at("Ready", "True", t1)
+                .created_at(t2)
+                .build(),
+            mk_pod("ready-long-ago-older")
+                .phase("Running")
+                .node("n")
+                .condition_at("Ready", "True", t1)
+                .created_at(t1)
+                .build(),
         ];
         let mut shuffled: Vec<&Pod> = expected.iter().rev().collect();
         shuffled.sort_by_key(|p| active_pods_key(p));

@@ -7,11 +7,11 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
-use super::config::Config;
+use super::JOB_CONTROLLER_NAME;
 use super::conditions::is_job_finished;
+use super::config::Config;
 use super::plan::Metric;
 use super::view::{Phase, has_tracking_finalizer, phase_of};
-use super::JOB_CONTROLLER_NAME;
 
 fn managed_by(job: &Job) -> &str {
     job.spec.as_ref().and_then(|s| s.managed_by.as_deref()).unwrap_or(JOB_CONTROLLER_NAME)
@@ -53,8 +53,11 @@ pub struct JobUpdateEnqueue {
 }
 
 pub fn job_update_enqueue(old: &Job, new: &Job, now: Timestamp, config: &Config) -> JobUpdateEnqueue {
-    let delay =
-        if old.metadata.generation == new.metadata.generation { config.sync_job_batch_period } else { Duration::ZERO };
+    let delay = if old.metadata.generation == new.metadata.generation {
+        config.sync_job_batch_period
+    } else {
+        Duration::ZERO
+    };
     let ads = |j: &Job| j.spec.as_ref().and_then(|s| s.active_deadline_seconds);
     let start = new.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
     let deadline_after = match (start, ads(new)) {
@@ -70,19 +73,24 @@ pub fn job_update_enqueue(old: &Job, new: &Job, now: Timestamp, config: &Config)
 /// `recordFinishedPodWithTrackingFinalizer` for a watch event (`None`: no old / no new object).
 pub fn tracking_finalizer_metric(old: Option<&Pod>, new: Option<&Pod>) -> Option<Metric> {
     let finished_with_finalizer = |p: Option<&Pod>| {
-        p.is_some_and(|p| matches!(phase_of(p), Phase::Succeeded | Phase::Failed) && has_tracking_finalizer(p))
+        p.is_some_and(|p| {
+            matches!(phase_of(p), Phase::Succeeded | Phase::Failed) && has_tracking_finalizer(p)
+        })
     };
     let (was, is) = (finished_with_finalizer(old), finished_with_finalizer(new));
-    (was != is).then_some(Metric::TerminatedPodsTrackingFinalizer { event: if is { "add" } else { "delete" } })
+    (was != is)
+        .then_some(Metric::TerminatedPodsTrackingFinalizer { event: if is { "add" } else { "delete" } })
 }
 
 /// `jobs_by_external_controller_total` on Job add: the Job is managed by another controller.
 pub fn job_added_metric(job: &Job, config: &Config) -> Option<Metric> {
     let name = job.spec.as_ref().and_then(|s| s.managed_by.as_deref())?;
-    (name != config.managed_by).then(|| Metric::JobsByExternalController { controller_name: name.to_string() })
+    (name != config.managed_by)
+        .then(|| Metric::JobsByExternalController { controller_name: name.to_string() })
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::testutil::{mk_job, mk_pod, ts};
@@ -114,15 +122,35 @@ mod tests {
             b.build()
         };
         let cases: Vec<(&str, Pod, Option<&Job>, bool)> = vec![
-            ("controlled_by_existing_running_job", pod(Some(owner("batch/v1", "Job", true))), Some(&running), false),
-            ("controlled_by_existing_finished_job", pod(Some(owner("batch/v1", "Job", true))), Some(&finished), true),
+            (
+                "controlled_by_existing_running_job",
+                pod(Some(owner("batch/v1", "Job", true))),
+                Some(&running),
+                false,
+            ),
+            (
+                "controlled_by_existing_finished_job",
+                pod(Some(owner("batch/v1", "Job", true))),
+                Some(&finished),
+                true,
+            ),
             ("controlled_by_non_existing_job", pod(Some(owner("batch/v1", "Job", true))), None, true),
             ("controlled_by_cronjob", pod(Some(owner("batch/v1", "CronJob", true))), None, false),
             ("not_controlled", pod(None), None, true),
             ("controlled_by_custom_crd", pod(Some(owner("example/v1", "Job", true))), None, false),
-            ("owned_by_existing_running_job", pod(Some(owner("batch/v1", "Job", false))), Some(&running), true),
+            (
+                "owned_by_existing_running_job",
+                pod(Some(owner("batch/v1", "Job", false))),
+                Some(&running),
+                true,
+            ),
             ("owned_by_custom_crd", pod(Some(owner("example/v1", "Job", false))), None, true),
-            ("controlled by a Job managed externally", pod(Some(owner("batch/v1", "Job", true))), Some(&external), false),
+            (
+                "controlled by a Job managed externally",
+                pod(Some(owner("batch/v1", "Job", true))),
+                Some(&external),
+                false,
+            ),
             ("no finalizer", mk_pod("p").build(), None, false),
         ];
         for (name, pod, job, want) in cases {
@@ -130,7 +158,11 @@ mod tests {
         }
         // A Job with the same name but another UID is a different Job: the pod is an orphan.
         let other_uid = mk_job("j", 2, 2, 6).uid("222").build();
-        assert!(orphan_needs_finalizer_removal(&pod(Some(owner("batch/v1", "Job", true))), Some(&other_uid), &cfg));
+        assert!(orphan_needs_finalizer_removal(
+            &pod(Some(owner("batch/v1", "Job", true))),
+            Some(&other_uid),
+            &cfg
+        ));
     }
 
     /// TestUpdateJobRequeue ("spec update" immediate, "status update" batched) and updateJob's
@@ -144,12 +176,19 @@ mod tests {
         spec_update.metadata.generation = Some(2);
         assert_eq!(job_update_enqueue(&old, &spec_update, now, &cfg).delay, Duration::ZERO);
         let mut status_update = old.clone();
-        status_update.status.get_or_insert_with(Default::default).start_time = Some(ts("2024-01-01T00:00:00Z").into());
+        status_update.status.get_or_insert_with(Default::default).start_time =
+            Some(ts("2024-01-01T00:00:00Z").into());
         let e = job_update_enqueue(&old, &status_update, now, &cfg);
-        assert_eq!((e.delay, e.deadline_after, e.cleanup_pod_finalizers), (Duration::from_secs(1), None, false));
+        assert_eq!(
+            (e.delay, e.deadline_after, e.cleanup_pod_finalizers),
+            (Duration::from_secs(1), None, false)
+        );
         let mut with_deadline = status_update.clone();
         with_deadline.spec.as_mut().unwrap().active_deadline_seconds = Some(30);
-        assert_eq!(job_update_enqueue(&status_update, &with_deadline, now, &cfg).deadline_after, Some(Duration::from_secs(20)));
+        assert_eq!(
+            job_update_enqueue(&status_update, &with_deadline, now, &cfg).deadline_after,
+            Some(Duration::from_secs(20))
+        );
     }
 
     #[test]
@@ -157,10 +196,22 @@ mod tests {
         let done = mk_pod("p").phase("Succeeded").finalizer().build();
         let running = mk_pod("p").phase("Running").finalizer().build();
         let stripped = mk_pod("p").phase("Succeeded").build();
-        assert_eq!(tracking_finalizer_metric(None, Some(&done)), Some(Metric::TerminatedPodsTrackingFinalizer { event: "add" }));
-        assert_eq!(tracking_finalizer_metric(Some(&running), Some(&done)), Some(Metric::TerminatedPodsTrackingFinalizer { event: "add" }));
-        assert_eq!(tracking_finalizer_metric(Some(&done), Some(&stripped)), Some(Metric::TerminatedPodsTrackingFinalizer { event: "delete" }));
-        assert_eq!(tracking_finalizer_metric(Some(&done), None), Some(Metric::TerminatedPodsTrackingFinalizer { event: "delete" }));
+        assert_eq!(
+            tracking_finalizer_metric(None, Some(&done)),
+            Some(Metric::TerminatedPodsTrackingFinalizer { event: "add" })
+        );
+        assert_eq!(
+            tracking_finalizer_metric(Some(&running), Some(&done)),
+            Some(Metric::TerminatedPodsTrackingFinalizer { event: "add" })
+        );
+        assert_eq!(
+            tracking_finalizer_metric(Some(&done), Some(&stripped)),
+            Some(Metric::TerminatedPodsTrackingFinalizer { event: "delete" })
+        );
+        assert_eq!(
+            tracking_finalizer_metric(Some(&done), None),
+            Some(Metric::TerminatedPodsTrackingFinalizer { event: "delete" })
+        );
         assert_eq!(tracking_finalizer_metric(Some(&running), None), None);
         let cfg = Config::default();
         let external = mk_job("j", 1, 1, 1).managed_by("example.com/x").build();

@@ -119,7 +119,8 @@ pub enum PodOps {
     Create(CreatePlan),
 }
 
-/// Pods to create. Expect `pods.len()` creations first; observe one per `Failed` or `Skipped` pod.
+/// Pods to create. Expect `pods.len()` creations first; observe one per `Failed` or `Skipped` pod
+/// (not for `NamespaceTerminating`: upstream leaves that expectation to expire).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreatePlan {
     /// Complete pod objects (`metadata.generateName` set) to POST to the Job's namespace.

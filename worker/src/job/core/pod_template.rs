@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::indexed::pod_generate_name_with_index;
 use super::{
-    JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
-    JOB_TRACKING_FINALIZER,
+    JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_FAILURE_COUNT_ANNOTATION,
+    JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, JOB_TRACKING_FINALIZER,
 };
 
 const COMPLETION_INDEX_ENV_NAME: &str = "JOB_COMPLETION_INDEX";
@@ -73,7 +75,11 @@ fn add_completion_index_env(container: &mut Container) {
 /// `blockOwnerDeletion`, and the template spec. For an Indexed Job: the completion-index annotation and
 /// label, `JOB_COMPLETION_INDEX` on every container lacking it, hostname `<job>-<i>`, and with
 /// `backoffLimitPerIndex` the failure-count annotations `(counted, ignored)`.
-pub fn pod_from_template(job: &Job, completion_index: Option<i64>, failure_counts: Option<(i32, i32)>) -> Pod {
+pub fn pod_from_template(
+    job: &Job,
+    completion_index: Option<i64>,
+    failure_counts: Option<(i32, i32)>,
+) -> Pod {
     let name = job.metadata.name.as_deref().unwrap_or("");
     let mut template: PodTemplateSpec = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
     let meta = template.metadata.take().unwrap_or_default();
@@ -95,7 +101,8 @@ pub fn pod_from_template(job: &Job, completion_index: Option<i64>, failure_count
         if let Some((counted, ignored)) = failure_counts {
             annotations.insert(JOB_INDEX_FAILURE_COUNT_ANNOTATION.to_string(), counted.to_string());
             if ignored > 0 {
-                annotations.insert(JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION.to_string(), ignored.to_string());
+                annotations
+                    .insert(JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION.to_string(), ignored.to_string());
             }
         }
     }
@@ -116,6 +123,7 @@ pub fn pod_from_template(job: &Job, completion_index: Option<i64>, failure_count
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::testutil::mk_job;
@@ -129,7 +137,11 @@ mod tests {
         spec.init_containers = Some(vec![Container { name: "init".into(), ..Default::default() }]);
         spec.containers.push(Container {
             name: "preset".into(),
-            env: Some(vec![EnvVar { name: "JOB_COMPLETION_INDEX".into(), value: Some("x".into()), value_from: None }]),
+            env: Some(vec![EnvVar {
+                name: "JOB_COMPLETION_INDEX".into(),
+                value: Some("x".into()),
+                value_from: None,
+            }]),
             ..Default::default()
         });
         let pod = pod_from_template(&job, Some(3), None);
@@ -141,7 +153,10 @@ mod tests {
         assert_eq!(meta.labels.as_ref().unwrap()["foo"], "bar");
         assert_eq!(meta.finalizers.as_deref(), Some(&[JOB_TRACKING_FINALIZER.to_string()][..]));
         let owner = &meta.owner_references.as_ref().unwrap()[0];
-        assert_eq!((owner.api_version.as_str(), owner.kind.as_str(), owner.name.as_str()), ("batch/v1", "Job", "foobar"));
+        assert_eq!(
+            (owner.api_version.as_str(), owner.kind.as_str(), owner.name.as_str()),
+            ("batch/v1", "Job", "foobar")
+        );
         assert_eq!(owner.uid, job.metadata.uid.clone().unwrap());
         assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
         let spec = pod.spec.as_ref().unwrap();
@@ -159,7 +174,11 @@ mod tests {
         };
         assert_eq!(spec.init_containers.as_ref().unwrap()[0].env.as_deref(), Some(&[want_env.clone()][..]));
         assert_eq!(spec.containers[0].env.as_deref(), Some(&[want_env][..]));
-        assert_eq!(spec.containers[1].env.as_ref().unwrap().len(), 1, "an existing JOB_COMPLETION_INDEX is kept");
+        assert_eq!(
+            spec.containers[1].env.as_ref().unwrap().len(),
+            1,
+            "an existing JOB_COMPLETION_INDEX is kept"
+        );
         assert!(pod.status.is_none());
     }
 

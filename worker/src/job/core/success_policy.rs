@@ -33,7 +33,11 @@ pub(super) fn match_success_policy(
 }
 
 /// `matchSucceededIndexesRule`: all required indexes succeeded, or at least `succeeded_count` of them.
-fn match_succeeded_indexes_rule(rule: &OrderedIntervals, succeeded: &OrderedIntervals, count: Option<i32>) -> bool {
+fn match_succeeded_indexes_rule(
+    rule: &OrderedIntervals,
+    succeeded: &OrderedIntervals,
+    count: Option<i32>,
+) -> bool {
     let (rule, succ) = (&rule.0, &succeeded.0);
     let (mut contains, mut r, mut s) = (0i64, 0usize, 0usize);
     while r < rule.len() && s < succ.len() {
@@ -54,6 +58,7 @@ fn match_succeeded_indexes_rule(rule: &OrderedIntervals, succeeded: &OrderedInte
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // table rows are tuples, as upstream's are anonymous structs
 mod tests {
     use super::*;
     use crate::job::core::intervals::Interval;
@@ -67,7 +72,10 @@ mod tests {
         SuccessPolicy {
             rules: list
                 .iter()
-                .map(|(i, c)| SuccessPolicyRule { succeeded_indexes: i.map(str::to_string), succeeded_count: *c })
+                .map(|(i, c)| SuccessPolicyRule {
+                    succeeded_indexes: i.map(str::to_string),
+                    succeeded_count: *c,
+                })
                 .collect(),
         }
     }
@@ -76,14 +84,28 @@ mod tests {
     /// successPolicy table.
     #[test]
     fn match_success_policy_matches_upstream_table() {
-        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Option<SuccessPolicy>, &[(i64, i64)], Option<&str>)> = vec![
             ("successPolicy is null", None, &[(0, 0)], None),
             ("any rules are nothing", Some(rules(&[])), &[(0, 0)], None),
-            ("rules.succeededIndexes is invalid format", Some(rules(&[(Some("invalid-form"), None)])), &[(0, 0)], None),
-            ("succeededIndexes matched rules", Some(rules(&[(Some("0-2"), None)])), &[(0, 2), (4, 7)], Some("Matched rules at index 0")),
+            (
+                "rules.succeededIndexes is invalid format",
+                Some(rules(&[(Some("invalid-form"), None)])),
+                &[(0, 0)],
+                None,
+            ),
+            (
+                "succeededIndexes matched rules",
+                Some(rules(&[(Some("0-2"), None)])),
+                &[(0, 2), (4, 7)],
+                Some("Matched rules at index 0"),
+            ),
             ("succeededIndexes didn't match rules", Some(rules(&[(Some("3"), None)])), &[(0, 2)], None),
-            ("rules.succeededCount matched", Some(rules(&[(None, Some(2))])), &[(0, 2)], Some("Matched rules at index 0")),
+            (
+                "rules.succeededCount matched",
+                Some(rules(&[(None, Some(2))])),
+                &[(0, 2)],
+                Some("Matched rules at index 0"),
+            ),
             ("rules.succeededCount didn't match", Some(rules(&[(None, Some(4))])), &[(0, 2)], None),
             (
                 "multiple rules; met one of rules",
@@ -103,7 +125,12 @@ mod tests {
                 &[(0, 2), (4, 7)],
                 Some("Matched rules at index 0"),
             ),
-            ("succeededIndexes and succeededCount; didn't match", Some(rules(&[(Some("3-6"), Some(2))])), &[(0, 2), (6, 7)], None),
+            (
+                "succeededIndexes and succeededCount; didn't match",
+                Some(rules(&[(Some("3-6"), Some(2))])),
+                &[(0, 2), (6, 7)],
+                None,
+            ),
             ("succeededIndexes are nothing", Some(rules(&[(None, Some(4))])), &[], None),
             (
                 "rules is proper subset of succeededIndexes",
@@ -125,43 +152,78 @@ mod tests {
             ),
             ("rules is an empty set", Some(rules(&[(Some(""), None)])), &[(1, 3)], None),
             ("succeededIndexes is an empty set", Some(rules(&[(Some(""), None)])), &[], None),
-            ("all elements of rules aren't included", Some(rules(&[(Some("10-12,14-16"), None)])), &[(1, 3), (5, 7)], None),
-            ("rules overlaps succeededIndexes at first", Some(rules(&[(Some("1-3,5-7"), None)])), &[(2, 4), (6, 8)], None),
+            (
+                "all elements of rules aren't included",
+                Some(rules(&[(Some("10-12,14-16"), None)])),
+                &[(1, 3), (5, 7)],
+                None,
+            ),
+            (
+                "rules overlaps succeededIndexes at first",
+                Some(rules(&[(Some("1-3,5-7"), None)])),
+                &[(2, 4), (6, 8)],
+                None,
+            ),
             (
                 "rules overlaps succeededIndexes at first, with count",
                 Some(rules(&[(Some("1-3,5-7"), Some(4))])),
                 &[(2, 4), (6, 8)],
                 Some("Matched rules at index 0"),
             ),
-            ("rules overlaps succeededIndexes at last", Some(rules(&[(Some("2-4,6-9"), None)])), &[(1, 3), (5, 7)], None),
+            (
+                "rules overlaps succeededIndexes at last",
+                Some(rules(&[(Some("2-4,6-9"), None)])),
+                &[(1, 3), (5, 7)],
+                None,
+            ),
             (
                 "rules overlaps succeededIndexes at last, with count",
                 Some(rules(&[(Some("2-4,6-9"), Some(4))])),
                 &[(1, 3), (5, 7)],
                 Some("Matched rules at index 0"),
             ),
-            ("rules completely overlaps succeededIndexes", Some(rules(&[(Some("0-4,6-9"), None)])), &[(1, 3), (7, 8)], None),
+            (
+                "rules completely overlaps succeededIndexes",
+                Some(rules(&[(Some("0-4,6-9"), None)])),
+                &[(1, 3), (7, 8)],
+                None,
+            ),
             (
                 "rules completely overlaps succeededIndexes, with count",
                 Some(rules(&[(Some("0-4,6-9"), Some(5))])),
                 &[(1, 3), (7, 8)],
                 Some("Matched rules at index 0"),
             ),
-            ("rules overlaps multiple succeededIndexes at last", Some(rules(&[(Some("0-6,8-9"), None)])), &[(1, 3), (5, 9)], None),
+            (
+                "rules overlaps multiple succeededIndexes at last",
+                Some(rules(&[(Some("0-6,8-9"), None)])),
+                &[(1, 3), (5, 9)],
+                None,
+            ),
             (
                 "rules overlaps multiple succeededIndexes at last, with count",
                 Some(rules(&[(Some("0-6,8-9"), Some(7))])),
                 &[(1, 3), (5, 9)],
                 Some("Matched rules at index 0"),
             ),
-            ("rules overlaps at first, equals at last", Some(rules(&[(Some("0-5,7-9"), None)])), &[(1, 5), (7, 10)], None),
+            (
+                "rules overlaps at first, equals at last",
+                Some(rules(&[(Some("0-5,7-9"), None)])),
+                &[(1, 5), (7, 10)],
+                None,
+            ),
             (
                 "rules overlaps at first, equals at last, with count",
                 Some(rules(&[(Some("0-5,7-9"), Some(8))])),
                 &[(1, 5), (7, 10)],
                 Some("Matched rules at index 0"),
             ),
-            ("the first rules overlaps succeededIndexes at first", Some(rules(&[(Some("0-3,6-9"), None)])), &[(1, 10)], None),
+            (
+                "the first rules overlaps succeededIndexes at first",
+                Some(rules(&[(Some("0-3,6-9"), None)])),
+                &[(1, 10)],
+                None,
+            ),
             (
                 "the first rules overlaps succeededIndexes at first, with count",
                 Some(rules(&[(Some("0-3,6-9"), Some(7))])),
@@ -170,7 +232,12 @@ mod tests {
             ),
             // UPSTREAM.md §2: "3-6"/count 2 with {0-2, 4-7} → match; with {0-2, 6-7} → no match;
             // count 2 with {0-2} → match.
-            ("UPSTREAM.md count 2 with 0-2", Some(rules(&[(None, Some(2))])), &[(0, 2)], Some("Matched rules at index 0")),
+            (
+                "UPSTREAM.md count 2 with 0-2",
+                Some(rules(&[(None, Some(2))])),
+                &[(0, 2)],
+                Some("Matched rules at index 0"),
+            ),
         ];
         for (name, policy, succeeded, want) in cases {
             assert_eq!(match_success_policy(policy.as_ref(), 10, &iv(succeeded)).as_deref(), want, "{name}");

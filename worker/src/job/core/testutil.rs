@@ -10,8 +10,8 @@ use k8s_openapi::api::batch::v1::{
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule, SuccessPolicy, UncountedTerminatedPods,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
-    PodSpec, PodStatus, PodTemplateSpec,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Pod,
+    PodCondition, PodSpec, PodStatus, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time};
 
@@ -19,8 +19,8 @@ use super::backoff::{BackoffRecord, go_zero_time};
 use super::conditions::new_condition;
 use super::config::Config;
 use super::plan::{
-    CreateOutcome, DeleteOutcome, Event, FinalizerRemoval, JobPlan, Metric, PodOpResults, PodOps, Skip, SyncAction,
-    SyncError, SyncInput,
+    CreateOutcome, DeleteOutcome, Event, FinalizerRemoval, JobPlan, Metric, PodOpResults, PodOps, Skip,
+    SyncAction, SyncError, SyncInput,
 };
 use super::view::{JobView, PodFacts, pod_facts};
 use super::{JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_TRACKING_FINALIZER};
@@ -160,7 +160,8 @@ impl JobBuilder {
     }
     pub fn uncounted(mut self, succeeded: &[&str], failed: &[&str]) -> Self {
         let list = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());
-        self.status().uncounted_terminated_pods = Some(UncountedTerminatedPods { succeeded: list(succeeded), failed: list(failed) });
+        self.status().uncounted_terminated_pods =
+            Some(UncountedTerminatedPods { succeeded: list(succeeded), failed: list(failed) });
         self
     }
     pub fn condition(self, type_: &str, status: &str) -> Self {
@@ -246,7 +247,12 @@ impl PodBuilder {
         self.0.status.get_or_insert_with(Default::default)
     }
     fn push_container(mut self, init: bool, name: &str, state: ContainerState, restarts: i32) -> Self {
-        let cs = ContainerStatus { name: name.into(), state: Some(state), restart_count: restarts, ..Default::default() };
+        let cs = ContainerStatus {
+            name: name.into(),
+            state: Some(state),
+            restart_count: restarts,
+            ..Default::default()
+        };
         let s = self.status();
         let list = if init { &mut s.init_container_statuses } else { &mut s.container_statuses };
         list.get_or_insert_with(Vec::new).push(cs);
@@ -369,7 +375,14 @@ pub fn pod_list(prefix: &str, n: usize, phase: &str) -> Vec<Pod> {
 
 /// `setPodsStatuses`: pending, running (the first `ready` of them Ready), succeeded, failed and
 /// terminating (Running with a deletionTimestamp) pods.
-pub fn pods_with_statuses(pending: usize, active: usize, succeeded: usize, failed: usize, terminating: usize, ready: usize) -> Vec<Pod> {
+pub fn pods_with_statuses(
+    pending: usize,
+    active: usize,
+    succeeded: usize,
+    failed: usize,
+    terminating: usize,
+    ready: usize,
+) -> Vec<Pod> {
     let mut pods = pod_list("pending", pending, "Pending");
     let mut running = pod_list("running", active, "Running");
     for p in running.iter_mut().take(ready) {
@@ -441,7 +454,9 @@ impl Run {
         let mut v: Vec<i64> = self
             .creates
             .iter()
-            .filter_map(|p| p.metadata.annotations.as_ref()?.get(JOB_COMPLETION_INDEX_ANNOTATION)?.parse().ok())
+            .filter_map(|p| {
+                p.metadata.annotations.as_ref()?.get(JOB_COMPLETION_INDEX_ANNOTATION)?.parse().ok()
+            })
             .collect();
         v.sort_unstable();
         v
@@ -464,6 +479,8 @@ pub struct RunOpts<'a> {
     pub config: Config,
     pub now: Timestamp,
     pub fake: Fake,
+    /// Check every write against the apiserver's rules (needs a consistent starting status).
+    pub validate: bool,
     #[allow(dead_code)]
     pub _p: std::marker::PhantomData<&'a ()>,
 }
@@ -477,6 +494,7 @@ impl Default for RunOpts<'_> {
             config: Config::default(),
             now: now(),
             fake: Fake::default(),
+            validate: true,
             _p: std::marker::PhantomData,
         }
     }
@@ -539,7 +557,10 @@ pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
                 for k in batch.clone() {
                     calls += 1;
                     if o.fake.create_limit != 0 && calls > o.fake.create_limit {
-                        out[k] = CreateOutcome::Failed(format!("not creating pod, limit {} already reached", o.fake.create_limit));
+                        out[k] = CreateOutcome::Failed(format!(
+                            "not creating pod, limit {} already reached",
+                            o.fake.create_limit
+                        ));
                         batch_failed = true;
                         continue;
                     }
@@ -565,7 +586,18 @@ pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
     let status_plan = plan.after_pod_ops(&results);
     run.events.extend(status_plan.events.iter().cloned());
     run.metrics.extend(status_plan.metrics.iter().cloned());
+    let mut current = job.status.clone().unwrap_or_default();
+    let scalable = job
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.completion_mode.as_deref() == Some("Indexed") && s.completions == s.parallelism);
     if let Some(s) = &status_plan.interim_status {
+        if let Err(e) = validate_status_update(&current, s, scalable)
+            && o.validate
+        {
+            panic!("the apiserver would reject the interim status: {e}\n{s:#?}");
+        }
+        current = s.clone();
         run.statuses.push(s.clone());
         if o.fake.status_err {
             return run;
@@ -583,6 +615,11 @@ pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
         .collect();
     let last = status_plan.after_finalizer_removals(&removals);
     if let Some(s) = &last.status {
+        if let Err(e) = validate_status_update(&current, s, scalable)
+            && o.validate
+        {
+            panic!("the apiserver would reject the final status: {e}\n{s:#?}");
+        }
         run.statuses.push(s.clone());
         if o.fake.status_err {
             return run;
@@ -624,3 +661,61 @@ pub const CR: &str = "CompletionsReached";
 pub const CR_MSG: &str = "Reached expected number of succeeded pods";
 pub const DE: &str = "DeadlineExceeded";
 pub const DE_MSG: &str = "Job was active longer than specified deadline";
+
+fn cond_true(s: &JobStatus, t: &str) -> bool {
+    s.conditions.as_deref().unwrap_or(&[]).iter().any(|c| c.type_ == t && c.status == "True")
+}
+
+/// The part of the apiserver's `ValidateJobStatusUpdate` (JobManagedBy rules) a controller can break.
+pub fn validate_status_update(
+    old: &JobStatus,
+    new: &JobStatus,
+    succeeded_may_decrease: bool,
+) -> Result<(), String> {
+    let finished = cond_true(new, "Complete") || cond_true(new, "Failed");
+    let uncounted = new.uncounted_terminated_pods.clone().unwrap_or_default();
+    let n = |v: Option<i32>| v.unwrap_or(0);
+    if cond_true(new, "Failed") && !cond_true(new, "FailureTarget") {
+        return Err("Failed=True without FailureTarget=True".into());
+    }
+    if cond_true(new, "Complete") && (!cond_true(new, "SuccessCriteriaMet") || new.completion_time.is_none())
+    {
+        return Err("Complete=True without SuccessCriteriaMet=True and completionTime".into());
+    }
+    if new.completion_time.is_some() && !cond_true(new, "Complete") {
+        return Err("completionTime on a Job that is not Complete".into());
+    }
+    if cond_true(new, "Complete") && (cond_true(new, "Failed") || cond_true(new, "FailureTarget")) {
+        return Err("Complete together with Failed/FailureTarget".into());
+    }
+    if finished && (n(new.active) > 0 || n(new.terminating) > 0) {
+        return Err("finished Job with active or terminating pods".into());
+    }
+    if finished
+        && (uncounted.succeeded.is_some_and(|v| !v.is_empty())
+            || uncounted.failed.is_some_and(|v| !v.is_empty()))
+    {
+        return Err("finished Job with uncounted pods".into());
+    }
+    if finished && new.start_time.is_none() {
+        return Err("finished Job without startTime".into());
+    }
+    if n(new.ready) > n(new.active) {
+        return Err(format!("ready {} > active {}", n(new.ready), n(new.active)));
+    }
+    if n(new.failed) < n(old.failed) {
+        return Err("decreasing failed counter".into());
+    }
+    if !succeeded_may_decrease && n(new.succeeded) < n(old.succeeded) {
+        return Err("decreasing succeeded counter".into());
+    }
+    if old.completion_time.is_some() && old.completion_time != new.completion_time {
+        return Err("completionTime changed".into());
+    }
+    for t in ["Complete", "Failed"] {
+        if cond_true(old, t) && !cond_true(new, t) {
+            return Err(format!("terminal condition {t} removed"));
+        }
+    }
+    Ok(())
+}

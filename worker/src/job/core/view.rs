@@ -54,9 +54,8 @@ impl<'a> JobView<'a> {
             Some(p) => p == "Failed",
             None => pod_failure_policy.is_some(),
         };
-        let restart_policy = spec
-            .and_then(|s| s.template.spec.as_ref())
-            .and_then(|ps| ps.restart_policy.as_deref());
+        let restart_policy =
+            spec.and_then(|s| s.template.spec.as_ref()).and_then(|ps| ps.restart_policy.as_deref());
         Self {
             job,
             indexed: spec.and_then(|s| s.completion_mode.as_deref()) == Some(INDEXED),
@@ -121,7 +120,12 @@ pub(super) fn is_ready(pod: &Pod) -> bool {
 }
 
 pub(super) fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
-    pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or(&[]).iter().find(|c| c.type_ == "Ready")
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or(&[])
+        .iter()
+        .find(|c| c.type_ == "Ready")
 }
 
 pub(super) fn has_tracking_finalizer(pod: &Pod) -> bool {

@@ -1,0 +1,551 @@
+//! The Job controller's thin I/O shell: watches Jobs and pods into the cache, keeps
+//! expectations, and runs the decision core's plans against the API server — pod operations,
+//! then the interim status write, then finalizer removals, then the final status — in upstream's
+//! order, stopping at the first failure.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::cache::{Cache, ObjectKey, controlling_job_uid};
+use super::core::{
+    self, BackoffRecord, Config, CreateOutcome, DeleteOutcome, FinalizerRemoval, JOB_TRACKING_FINALIZER,
+    JobPlan, PodOpResults, PodOps, PodRef, SyncInput,
+};
+use super::metrics::JobMetrics;
+use crate::events::{EventSink, PendingEvent};
+use crate::runtime::expectations::{Expectations, UidExpectations};
+use crate::runtime::workqueue::WorkQueue;
+
+/// Which namespaces this worker acts in (its shards).
+pub type Owns = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+pub struct JobController {
+    client: kube::Client,
+    /// Set once both watches have listed everything: workers wait for it, as upstream waits
+    /// for its informers to sync, so no sync acts on a half-filled cache.
+    synced: tokio::sync::watch::Sender<(bool, bool)>,
+    cache: Arc<Cache>,
+    queue: WorkQueue<ObjectKey>,
+    orphans: WorkQueue<ObjectKey>,
+    creations: Expectations<ObjectKey>,
+    deletions: UidExpectations<ObjectKey>,
+    finalizers: UidExpectations<ObjectKey>,
+    backoff: Mutex<HashMap<ObjectKey, BackoffRecord>>,
+    config: Config,
+    metrics: JobMetrics,
+    events: EventSink,
+    owns: Owns,
+}
+
+fn has_tracking_finalizer(pod: &Pod) -> bool {
+    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
+}
+
+impl JobController {
+    pub fn new(
+        client: kube::Client,
+        config: Config,
+        metrics: JobMetrics,
+        events: EventSink,
+        queue: WorkQueue<ObjectKey>,
+        orphans: WorkQueue<ObjectKey>,
+        owns: Owns,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            synced: tokio::sync::watch::channel((false, false)).0,
+            cache: Arc::new(Cache::default()),
+            queue,
+            orphans,
+            creations: Expectations::default(),
+            deletions: UidExpectations::default(),
+            finalizers: UidExpectations::default(),
+            backoff: Mutex::new(HashMap::new()),
+            config,
+            metrics,
+            events,
+            owns,
+        })
+    }
+
+    /// Runs the watches and `workers` concurrent syncs until the task is dropped.
+    pub async fn run(self: Arc<Self>, workers: usize) {
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(self.clone().watch_jobs());
+        tasks.spawn(self.clone().watch_pods());
+        for _ in 0..workers.max(1) {
+            tasks.spawn(self.clone().sync_worker());
+        }
+        tasks.spawn(self.clone().orphan_worker());
+        tasks.spawn({
+            let queue = self.queue.clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    queue.update_unfinished_work();
+                }
+            }
+        });
+        while let Some(r) = tasks.join_next().await {
+            if let Err(e) = r
+                && e.is_panic()
+            {
+                tracing::error!(error = %e, "a Job controller task panicked");
+            }
+        }
+    }
+
+    // ---- informers -------------------------------------------------------------------------
+
+    async fn watch_jobs(self: Arc<Self>) {
+        let api: Api<Job> = Api::all(self.client.clone());
+        let mut seen = None::<std::collections::HashSet<ObjectKey>>;
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(ObjectKey::of(&job.metadata));
+                    }
+                    self.on_job(job);
+                }
+                Ok(watcher::Event::Delete(job)) => self.on_job_deleted(&ObjectKey::of(&job.metadata)),
+                Ok(watcher::Event::Init) => seen = Some(Default::default()),
+                Ok(watcher::Event::InitDone) => {
+                    // Jobs deleted while the watch was down.
+                    if let Some(s) = seen.take() {
+                        for key in self.cache.job_keys().difference(&s) {
+                            self.on_job_deleted(key);
+                        }
+                    }
+                    self.synced.send_modify(|s| s.0 = true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "Job watch failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn watch_pods(self: Arc<Self>) {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let mut seen = None::<std::collections::HashSet<ObjectKey>>;
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(ObjectKey::of(&pod.metadata));
+                    }
+                    self.on_pod(pod);
+                }
+                Ok(watcher::Event::Delete(pod)) => self.on_pod_deleted(&ObjectKey::of(&pod.metadata)),
+                Ok(watcher::Event::Init) => seen = Some(Default::default()),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        for key in self.cache.pod_keys().difference(&s) {
+                            self.on_pod_deleted(key);
+                        }
+                    }
+                    self.synced.send_modify(|s| s.1 = true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pod watch failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    fn on_job(&self, job: Job) {
+        let key = ObjectKey::of(&job.metadata);
+        if !(self.owns)(&key.namespace) {
+            self.cache.remove_job(&key);
+            return;
+        }
+        let old = self.cache.put_job(job);
+        // Spec changes are synced at once; status-only updates (our own writes) need no sync
+        // unless the Job is new to this worker.
+        let new = self.cache.job(&key);
+        let changed = match (&old, &new) {
+            (Some(o), Some(n)) => {
+                o.spec != n.spec || o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
+            }
+            _ => true,
+        };
+        if changed {
+            self.queue.add(key);
+        }
+    }
+
+    fn on_job_deleted(&self, key: &ObjectKey) {
+        let Some(job) = self.cache.remove_job(key) else { return };
+        self.creations.forget(key);
+        self.deletions.forget(key);
+        self.finalizers.forget(key);
+        self.backoff.lock().remove(key);
+        // Its pods may now be orphans holding the tracking finalizer.
+        for pod in self.cache.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
+            if has_tracking_finalizer(&pod) {
+                self.orphans.add(ObjectKey::of(&pod.metadata));
+            }
+        }
+    }
+
+    fn job_key_of(&self, pod: &Pod) -> Option<ObjectKey> {
+        let uid = controlling_job_uid(pod)?;
+        self.cache.job_by_uid(uid).map(|j| ObjectKey::of(&j.metadata))
+    }
+
+    fn on_pod(&self, pod: Pod) {
+        let key = ObjectKey::of(&pod.metadata);
+        if !(self.owns)(&key.namespace) {
+            self.cache.remove_pod(&key);
+            return;
+        }
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let tracked = has_tracking_finalizer(&pod);
+        let job_key = self.job_key_of(&pod);
+        let old = self.cache.put_pod(pod.clone());
+        match &job_key {
+            Some(jk) => {
+                if old.is_none() {
+                    self.creations.creation_observed(jk);
+                }
+                if deleting {
+                    self.deletions.observed(jk, &uid);
+                }
+                if !tracked {
+                    self.finalizers.observed(jk, &uid);
+                }
+                self.queue.add_after(jk.clone(), self.config.sync_job_batch_period);
+            }
+            None if tracked => self.orphans.add(key),
+            None => {}
+        }
+    }
+
+    fn on_pod_deleted(&self, key: &ObjectKey) {
+        let Some(pod) = self.cache.remove_pod(key) else { return };
+        if let Some(jk) = self.job_key_of(&pod) {
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            self.deletions.observed(&jk, &uid);
+            self.finalizers.observed(&jk, &uid);
+            self.queue.add_after(jk, self.config.sync_job_batch_period);
+        }
+    }
+
+    // ---- workers ---------------------------------------------------------------------------
+
+    async fn caches_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|(jobs, pods)| *jobs && *pods).await;
+    }
+
+    async fn sync_worker(self: Arc<Self>) {
+        self.caches_synced().await;
+        while let Some(key) = self.queue.get().await {
+            match self.sync(&key).await {
+                Ok(requeue) => {
+                    self.queue.forget(&key);
+                    if let Some(after) = requeue {
+                        self.queue.add_after(key.clone(), after);
+                    }
+                }
+                Err(e) => {
+                    tracing::info!(job = %key, error = %e, "syncing Job failed; retrying with back-off");
+                    self.queue.add_rate_limited(key.clone());
+                }
+            }
+            self.queue.done(&key);
+        }
+    }
+
+    async fn orphan_worker(self: Arc<Self>) {
+        self.caches_synced().await;
+        while let Some(key) = self.orphans.get().await {
+            match self.sync_orphan(&key).await {
+                Ok(()) => self.orphans.forget(&key),
+                Err(e) => {
+                    tracing::info!(pod = %key, error = %e, "removing an orphan pod's finalizer failed; retrying");
+                    self.orphans.add_rate_limited(key.clone());
+                }
+            }
+            self.orphans.done(&key);
+        }
+    }
+
+    /// Removes the tracking finalizer from a pod whose Job is gone or finished.
+    async fn sync_orphan(&self, key: &ObjectKey) -> Result<(), kube::Error> {
+        let Some(pod) = self.cache.pod(key) else { return Ok(()) };
+        let mut owner = controlling_job_uid(&pod).and_then(|uid| self.cache.job_by_uid(uid));
+        if owner.is_none()
+            && let Some(r) = pod
+                .metadata
+                .owner_references
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .find(|r| r.controller == Some(true))
+            && r.kind == "Job"
+        {
+            // The cache may lag: ask the API server before declaring the pod an orphan.
+            let jobs: Api<Job> = Api::namespaced(self.client.clone(), &key.namespace);
+            owner = jobs
+                .get_opt(&r.name)
+                .await?
+                .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
+                .map(Arc::new);
+        }
+        if !core::orphan_needs_finalizer_removal(&pod, owner.as_deref(), &self.config) {
+            return Ok(());
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
+        match api
+            .patch(
+                &key.name,
+                &PatchParams::default(),
+                &Patch::Strategic(core::remove_tracking_finalizer_patch()),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One sync of one Job; returns when to sync it again.
+    async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncFailure> {
+        let started = Instant::now();
+        let Some(job) = self.cache.job(key) else {
+            self.creations.forget(key);
+            return Ok(None);
+        };
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let pods: Vec<Pod> = self.cache.pods_of(&uid).iter().map(|p| (**p).clone()).collect();
+        let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
+        let pending_finalizers = self.finalizers.pending(key);
+        let backoff = self.backoff.lock().get(key).cloned();
+        let input = SyncInput {
+            job: &job,
+            pods: &pods,
+            now: jiff::Timestamp::now(),
+            expectations_satisfied: satisfied,
+            expected_removed_finalizers: &pending_finalizers,
+            backoff: backoff.as_ref(),
+            config: &self.config,
+        };
+        let plan = match core::sync_job(&input) {
+            JobPlan::Skip(skip) => {
+                self.publish(&job, skip.events);
+                if skip.forget_backoff_record {
+                    self.backoff.lock().remove(key);
+                }
+                return Ok(None);
+            }
+            JobPlan::Sync(plan) => plan,
+        };
+        let results = self.run_pod_ops(key, &job, &plan.pod_ops).await;
+        let status_plan = plan.after_pod_ops(&results);
+        self.publish(&job, status_plan.events.clone());
+        status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
+        let mut latest: Arc<Job> = job.clone();
+        let outcome = async {
+            if let Some(status) = &status_plan.interim_status {
+                latest = Arc::new(self.write_status(&latest, status.clone()).await?);
+            }
+            if let Some(record) = &status_plan.backoff_record {
+                self.backoff.lock().insert(key.clone(), record.clone());
+            }
+            status_plan.metrics_after_interim.iter().for_each(|m| self.metrics.record(m));
+            let removals = self.remove_finalizers(key, &status_plan.remove_finalizers).await;
+            let final_plan = status_plan.after_finalizer_removals(&removals);
+            if let Some(status) = &final_plan.status {
+                latest = Arc::new(self.write_status(&latest, status.clone()).await?);
+            }
+            self.publish(&job, final_plan.events.clone());
+            final_plan.metrics.iter().for_each(|m| self.metrics.record(m));
+            match &final_plan.error {
+                Some(e) => Err(SyncFailure::Plan(e.to_string())),
+                None => Ok(()),
+            }
+        }
+        .await;
+        let result = if outcome.is_ok() { "success" } else { "error" };
+        self.metrics.observe_sync(
+            plan.completion_mode,
+            result,
+            plan.action.as_str(),
+            started.elapsed().as_secs_f64(),
+        );
+        outcome.map(|()| plan.requeue_after)
+    }
+
+    async fn write_status(
+        &self,
+        job: &Job,
+        status: k8s_openapi::api::batch::v1::JobStatus,
+    ) -> Result<Job, SyncFailure> {
+        let mut updated = job.clone();
+        updated.status = Some(status);
+        let ns = job.metadata.namespace.clone().unwrap_or_default();
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let api: Api<Job> = Api::namespaced(self.client.clone(), &ns);
+        let written =
+            api.replace_status(&name, &PostParams::default(), &updated).await.map_err(SyncFailure::Api)?;
+        // Our own write: keep the cache ahead of the watch so the next sync builds on it.
+        self.cache.put_job(written.clone());
+        Ok(written)
+    }
+
+    async fn run_pod_ops(&self, key: &ObjectKey, job: &Job, ops: &PodOps) -> PodOpResults {
+        let ns = key.namespace.clone();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        match ops {
+            PodOps::None => PodOpResults::None,
+            PodOps::DeleteActive(refs) => {
+                self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
+                let outcomes =
+                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, &pods, r, false)))
+                        .await;
+                PodOpResults::Deletes(outcomes)
+            }
+            PodOps::RemoveFinalizerAndDelete(refs) => {
+                self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
+                let outcomes =
+                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, &pods, r, true)))
+                        .await;
+                PodOpResults::Deletes(outcomes)
+            }
+            PodOps::Create(plan) => {
+                self.creations.expect(key, plan.pods.len() as i64, 0);
+                let mut outcomes = vec![CreateOutcome::Skipped; plan.pods.len()];
+                let pp = PostParams::default();
+                for batch in &plan.batches {
+                    let results = futures::future::join_all(
+                        plan.pods[batch.clone()].iter().map(|p| pods.create(&pp, p)),
+                    )
+                    .await;
+                    let mut failed = false;
+                    for (i, r) in batch.clone().zip(results) {
+                        outcomes[i] = match r {
+                            Ok(created) => CreateOutcome::Created(created.metadata.name.unwrap_or_default()),
+                            Err(kube::Error::Api(s))
+                                if s.code == 403 && s.message.contains("being terminated") =>
+                            {
+                                self.creations.creation_observed(key);
+                                CreateOutcome::NamespaceTerminating
+                            }
+                            Err(e) => {
+                                failed = true;
+                                self.creations.creation_observed(key);
+                                CreateOutcome::Failed(e.to_string())
+                            }
+                        };
+                    }
+                    if failed {
+                        break;
+                    }
+                }
+                let skipped = outcomes.iter().filter(|o| matches!(o, CreateOutcome::Skipped)).count();
+                self.creations.lower(key, skipped as i64, 0);
+                let _ = job;
+                PodOpResults::Creates(outcomes)
+            }
+        }
+    }
+
+    async fn delete_pod(
+        &self,
+        key: &ObjectKey,
+        api: &Api<Pod>,
+        r: &PodRef,
+        remove_finalizer_first: bool,
+    ) -> DeleteOutcome {
+        if remove_finalizer_first {
+            match api
+                .patch(
+                    &r.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(core::remove_tracking_finalizer_patch()),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    self.deletions.observed(key, &r.uid);
+                    return DeleteOutcome::PatchNotFound;
+                }
+                Err(e) => {
+                    self.deletions.failed(key, &r.uid);
+                    return DeleteOutcome::PatchFailed(e.to_string());
+                }
+            }
+        }
+        match api.delete(&r.name, &DeleteParams::default()).await {
+            Ok(_) => DeleteOutcome::Deleted,
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                self.deletions.observed(key, &r.uid);
+                DeleteOutcome::DeleteNotFound
+            }
+            Err(e) => {
+                self.deletions.failed(key, &r.uid);
+                DeleteOutcome::DeleteFailed(e.to_string())
+            }
+        }
+    }
+
+    async fn remove_finalizers(&self, key: &ObjectKey, pods: &[PodRef]) -> Vec<FinalizerRemoval> {
+        if pods.is_empty() {
+            return Vec::new();
+        }
+        self.finalizers.expect_uids(key, pods.iter().map(|p| p.uid.clone()));
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
+        let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
+        futures::future::join_all(pods.iter().map(|p| {
+            let api = api.clone();
+            let patch = &patch;
+            async move {
+                match api.patch(&p.name, &PatchParams::default(), patch).await {
+                    Ok(_) => FinalizerRemoval::Removed,
+                    Err(kube::Error::Api(s)) if s.code == 404 => {
+                        self.finalizers.observed(key, &p.uid);
+                        FinalizerRemoval::NotFound
+                    }
+                    Err(e) => {
+                        self.finalizers.failed(key, &p.uid);
+                        FinalizerRemoval::Failed(e.to_string())
+                    }
+                }
+            }
+        }))
+        .await
+    }
+
+    fn publish(&self, job: &Job, events: Vec<core::Event>) {
+        for e in events {
+            self.events.publish(PendingEvent::for_job(job, e.type_.as_str(), &e.reason, &e.message));
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SyncFailure {
+    #[error("{0}")]
+    Api(kube::Error),
+    #[error("{0}")]
+    Plan(String),
+}

@@ -1,0 +1,94 @@
+//! A worker that owns every shard, with no coordinator (`fleet-worker --standalone`): the
+//! single-process mode, and the baseline the load tests compare the fleet against.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus::Registry;
+use tokio::task::JoinSet;
+
+use crate::client::{self, RateLimit};
+use crate::events::EventSink;
+use crate::job::controller::JobController;
+use crate::job::core::Config as JobConfig;
+use crate::job::metrics::JobMetrics;
+use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
+
+/// What a worker needs to start.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub rate_limit: RateLimit,
+    pub concurrent_job_syncs: usize,
+    /// The `spec.managedBy` value whose Jobs this worker reconciles.
+    pub job_managed_by: String,
+    pub metrics_addr: SocketAddr,
+    pub worker_id: String,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            rate_limit: RateLimit { qps: 20.0, burst: 30 },
+            concurrent_job_syncs: 5,
+            job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
+            metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            worker_id: "fleet-worker".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+    #[error("registering metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error("binding the metrics endpoint {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// A running standalone worker; dropping it stops it.
+pub struct Worker {
+    pub metrics_addr: SocketAddr,
+    tasks: JoinSet<()>,
+}
+
+impl Worker {
+    /// Waits until one of the worker's tasks ends (they run forever unless something breaks).
+    pub async fn wait(&mut self) {
+        self.tasks.join_next().await;
+    }
+}
+
+/// Starts the controllers for every shard.
+pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
+    let client = client::build(opts.kubeconfig.as_deref(), opts.rate_limit).await?;
+    start_with_client(client, opts).await
+}
+
+/// Starts the controllers with a given client (tests use this with the sim cluster).
+pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Result<Worker, StartError> {
+    let registry = Registry::new();
+    let job_metrics = JobMetrics::register(&registry)?;
+    let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
+    let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
+    let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
+    let (events, record_events) =
+        EventSink::new(client.clone(), "job-controller", Some(opts.worker_id.clone()));
+    let config = JobConfig { managed_by: opts.job_managed_by.clone(), ..JobConfig::default() };
+    let jobs =
+        JobController::new(client, config, job_metrics, events, queue, orphans, Arc::new(|_: &str| true));
+    let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
+        .await
+        .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
+    let mut tasks = JoinSet::new();
+    tasks.spawn(serve);
+    tasks.spawn(record_events);
+    tasks.spawn(jobs.run(opts.concurrent_job_syncs));
+    tracing::info!(%metrics_addr, managed_by = %opts.job_managed_by, "standalone worker running every shard");
+    Ok(Worker { metrics_addr, tasks })
+}

@@ -1,0 +1,105 @@
+//! Fixtures for the worker's tests against the sim cluster: a fresh sim and a standalone worker
+//! per test, on free ports; Job builders; deadline-bounded waits.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::standalone::{self, Worker, WorkerOptions};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+pub struct Env {
+    pub sim: SimCluster,
+    pub worker: Worker,
+    pub client: kube::Client,
+}
+
+pub async fn start() -> Env {
+    start_with(WorkerOptions::default()).await
+}
+
+pub async fn start_with(opts: WorkerOptions) -> Env {
+    let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("warn").try_init();
+    let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await.expect("sim starts");
+    let mut config = kube::Config::new(sim.url().parse().expect("url"));
+    config.default_retry = true;
+    let worker_client =
+        batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 0.0, burst: 1 })
+            .expect("client");
+    let opts = WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..opts };
+    let worker = standalone::start_with_client(worker_client, opts).await.expect("worker starts");
+    let client = kube::Client::try_from(config).expect("client");
+    Env { sim, worker, client }
+}
+
+/// A Job whose pods run as the sim annotations say.
+pub fn job(name: &str, spec: Value, annotations: Value) -> Job {
+    let mut spec = spec;
+    spec["template"] = json!({
+        "metadata": {"annotations": annotations},
+        "spec": {"restartPolicy": spec.get("restartPolicy").cloned().unwrap_or(json!("Never")),
+                 "containers": [{"name": "main", "image": "busybox"}]}
+    });
+    if let Some(s) = spec.as_object_mut() {
+        s.remove("restartPolicy");
+    }
+    serde_json::from_value(
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}),
+    )
+    .expect("job")
+}
+
+pub async fn wait_until<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > end {
+            panic!("timed out after {deadline:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits for the Job to have a True condition of `kind`; returns the Job.
+pub async fn wait_condition(api: &Api<Job>, name: &str, kind: &str, deadline: Duration) -> Job {
+    wait_until(&format!("Job {name} condition {kind}"), deadline, || async {
+        let j = api.get(name).await.ok()?;
+        let has =
+            j.status.as_ref()?.conditions.as_ref()?.iter().any(|c| c.type_ == kind && c.status == "True");
+        has.then_some(j)
+    })
+    .await
+}
+
+pub fn condition<'a>(job: &'a Job, kind: &str) -> Option<&'a k8s_openapi::api::batch::v1::JobCondition> {
+    job.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == kind)
+}
+
+/// Reasons of the core/v1 Events regarding the Job, as `kubectl describe` lists them.
+pub async fn event_reasons(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().fields(&format!("involvedObject.name={name},involvedObject.kind=Job"));
+    api.list(&lp).await.map(|l| l.items.into_iter().filter_map(|e| e.reason).collect()).unwrap_or_default()
+}
+
+/// The worker's /metrics text.
+pub async fn metrics(env: &Env) -> String {
+    let addr = env.worker.metrics_addr;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("metrics connect");
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.expect("write");
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.expect("read");
+    out
+}
