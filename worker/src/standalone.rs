@@ -26,6 +26,28 @@ pub struct WorkerOptions {
     pub job_managed_by: String,
     pub metrics_addr: SocketAddr,
     pub worker_id: String,
+    /// Upstream's constants, overridable so tests need not wait real back-offs.
+    pub job_timing: JobTiming,
+}
+
+/// The Job controller's delays: pod-failure back-off (10s doubling to 10min) and the pod-event
+/// batch period (1s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobTiming {
+    pub pod_failure_backoff: Duration,
+    pub max_pod_failure_backoff: Duration,
+    pub sync_job_batch_period: Duration,
+}
+
+impl Default for JobTiming {
+    fn default() -> Self {
+        let c = JobConfig::default();
+        Self {
+            pod_failure_backoff: c.pod_failure_backoff,
+            max_pod_failure_backoff: c.max_pod_failure_backoff,
+            sync_job_batch_period: c.sync_job_batch_period,
+        }
+    }
 }
 
 impl Default for WorkerOptions {
@@ -37,6 +59,7 @@ impl Default for WorkerOptions {
             job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             worker_id: "fleet-worker".to_string(),
+            job_timing: JobTiming::default(),
         }
     }
 }
@@ -79,7 +102,13 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
     let (events, record_events) =
         EventSink::new(client.clone(), "job-controller", Some(opts.worker_id.clone()));
-    let config = JobConfig { managed_by: opts.job_managed_by.clone(), ..JobConfig::default() };
+    let config = JobConfig {
+        managed_by: opts.job_managed_by.clone(),
+        pod_failure_backoff: opts.job_timing.pod_failure_backoff,
+        max_pod_failure_backoff: opts.job_timing.max_pod_failure_backoff,
+        sync_job_batch_period: opts.job_timing.sync_job_batch_period,
+        ..JobConfig::default()
+    };
     let jobs =
         JobController::new(client, config, job_metrics, events, queue, orphans, Arc::new(|_: &str| true));
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)

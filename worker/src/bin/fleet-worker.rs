@@ -73,6 +73,7 @@ fn main() -> ExitCode {
         job_managed_by: args.job_managed_by,
         metrics_addr: args.metrics_addr,
         worker_id,
+        job_timing: Default::default(),
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

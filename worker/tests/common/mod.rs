@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use batchfleet_sim::{SimCluster, SimConfig};
 use batchfleet_worker::client::RateLimit;
-use batchfleet_worker::standalone::{self, Worker, WorkerOptions};
+use batchfleet_worker::standalone::{self, JobTiming, Worker, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
@@ -19,8 +19,15 @@ pub struct Env {
     pub client: kube::Client,
 }
 
+/// A sim and a worker with fast back-offs (100ms doubling to 1s, 100ms batching), so failure
+/// cases finish in seconds.
 pub async fn start() -> Env {
-    start_with(WorkerOptions::default()).await
+    let job_timing = JobTiming {
+        pod_failure_backoff: Duration::from_millis(100),
+        max_pod_failure_backoff: Duration::from_secs(1),
+        sync_job_batch_period: Duration::from_millis(100),
+    };
+    start_with(WorkerOptions { job_timing, ..WorkerOptions::default() }).await
 }
 
 pub async fn start_with(opts: WorkerOptions) -> Env {

@@ -8,7 +8,7 @@
 use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 
-use super::sync::{Resume, SyncState};
+use super::sync::{CreateResume, DeleteResume, GetCronJobResume, GetJobResume, SyncState, UpdateResume};
 
 /// One step of a sync: emit `effects` in order, then do `next`.
 #[derive(Debug)]
@@ -168,7 +168,7 @@ pub struct DeleteJob {
     pub name: String,
     pub reason: DeleteReason,
     pub(super) state: Box<SyncState>,
-    pub(super) resume: Resume,
+    pub(super) resume: DeleteResume,
 }
 
 impl DeleteJob {
@@ -188,7 +188,7 @@ pub struct GetCronJob {
     pub namespace: String,
     pub name: String,
     pub(super) state: Box<SyncState>,
-    pub(super) resume: Resume,
+    pub(super) resume: GetCronJobResume,
 }
 
 impl GetCronJob {
@@ -206,7 +206,7 @@ pub struct GetJob {
     pub name: String,
     pub reason: GetJobReason,
     pub(super) state: Box<SyncState>,
-    pub(super) resume: Resume,
+    pub(super) resume: GetJobResume,
 }
 
 impl GetJob {
@@ -222,7 +222,7 @@ pub struct CreateJob {
     pub namespace: String,
     pub job: Box<Job>,
     pub(super) state: Box<SyncState>,
-    pub(super) resume: Resume,
+    pub(super) resume: CreateResume,
 }
 
 impl CreateJob {
@@ -237,7 +237,7 @@ impl CreateJob {
 pub struct UpdateStatus {
     pub cronjob: Box<CronJob>,
     pub(super) state: Box<SyncState>,
-    pub(super) resume: Resume,
+    pub(super) resume: UpdateResume,
 }
 
 impl UpdateStatus {
