@@ -8,8 +8,10 @@ use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
 use clap::{Parser, Subcommand};
 
+mod bench_jobs;
 mod bench_sim;
 mod plot;
+mod quickstart;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
@@ -22,10 +24,12 @@ struct Cli {
 enum Command {
     /// Run the sim cluster alone: a Kubernetes API emulator with scheduler, kubelet and nodes.
     Sim(SimArgs),
-    /// The quickstart: start the sim cluster and show how to drive it with kubectl.
+    /// The quickstart: the sim cluster, a standalone worker and a demo mix of Jobs to watch with kubectl.
     Up(SimArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
     BenchSim(bench_sim::BenchArgs),
+    /// Benchmark the Job controller: its decision core, and pod lifecycles/s end to end.
+    BenchJobs(bench_jobs::BenchJobsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
             Command::Sim(args) => run_sim(args, false).await,
             Command::Up(args) => run_sim(args, true).await,
             Command::BenchSim(args) => bench_sim::run(args).await,
+            Command::BenchJobs(args) => bench_jobs::run(args).await,
         }
     });
     match result {
@@ -101,15 +106,7 @@ async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes");
     if quickstart {
-        println!("  kubectl create job hello --image=busybox -- echo hi");
-        println!("  kubectl get pods -w");
-        println!();
-        println!(
-            "The controllers are not part of the quickstart yet: Jobs get no pods until the worker lands."
-        );
-        println!(
-            "Pods you create yourself run through their phases (annotate them with sim.batchfleet.io/run=2s)."
-        );
+        return quickstart::run(&sim, &kubeconfig).await;
     }
     println!("Press Ctrl-C to stop.");
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;

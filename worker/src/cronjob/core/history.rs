@@ -45,9 +45,8 @@ pub fn finished_jobs_to_delete<'a>(cronjob: &CronJob, jobs: &[&'a Job]) -> Vec<&
 
 /// Indexes into `jobs` of the history deletions, in order.
 pub(super) fn to_delete(cronjob: &CronJob, jobs: &[JobView]) -> Vec<usize> {
-    let spec = cronjob.spec.as_ref();
-    let successful_limit = spec.and_then(|s| s.successful_jobs_history_limit);
-    let failed_limit = spec.and_then(|s| s.failed_jobs_history_limit);
+    let successful_limit = cronjob.spec.successful_jobs_history_limit;
+    let failed_limit = cronjob.spec.failed_jobs_history_limit;
     if successful_limit.is_none() && failed_limit.is_none() {
         return Vec::new();
     }

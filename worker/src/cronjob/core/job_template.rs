@@ -68,9 +68,9 @@ pub fn format_rfc3339(t: &Zoned) -> String {
 /// `scheduled` is in the controller's local zone (the zone `timeZone: Local` stands for). The only
 /// error is a `timeZone` that does not load, which the sync has ruled out before.
 pub fn job_from_template(cronjob: &CronJob, scheduled: &Zoned) -> Result<Job, UnknownTimeZone> {
-    let spec = cronjob.spec.clone().unwrap_or_default();
-    let template_meta = spec.job_template.metadata.unwrap_or_default();
+    let spec = &cronjob.spec;
     let tz = load_location(spec.time_zone.as_deref().unwrap_or_default(), scheduled.time_zone())?;
+    let template_meta = spec.job_template.metadata.clone().unwrap_or_default();
 
     let labels = template_meta.labels.filter(|l| !l.is_empty());
     let mut annotations: BTreeMap<String, String> = template_meta.annotations.unwrap_or_default();
@@ -95,7 +95,7 @@ pub fn job_from_template(cronjob: &CronJob, scheduled: &Zoned) -> Result<Job, Un
             owner_references: Some(vec![owner]),
             ..Default::default()
         },
-        spec: Some(spec.job_template.spec.unwrap_or_default()),
+        spec: Some(spec.job_template.spec.clone().unwrap_or_default()),
         status: None,
     })
 }

@@ -46,7 +46,7 @@ pub fn cronjob_times(cronjob: &CronJob) -> CronJobTimes {
             .map(|t| t.0)
             .unwrap_or_else(|| Timestamp::from_second(GO_ZERO_SECONDS).unwrap_or(Timestamp::MIN)),
         last_schedule: cronjob.status.as_ref().and_then(|s| s.last_schedule_time.as_ref()).map(|t| t.0),
-        starting_deadline_seconds: cronjob.spec.as_ref().and_then(|s| s.starting_deadline_seconds),
+        starting_deadline_seconds: cronjob.spec.starting_deadline_seconds,
     }
 }
 
@@ -330,7 +330,7 @@ impl SyncState {
             // Being deleted: nothing but the status update.
             return (events, Phase::done());
         }
-        let spec = cj.spec.clone().unwrap_or_default();
+        let spec = &cj.spec;
         if let Some(tz) = spec.time_zone.as_deref()
             && let Err(e) = format_schedule(&spec.schedule, Some(tz))
         {

@@ -27,7 +27,7 @@ pub enum UpdateAction {
 /// formatted without events (upstream passes a nil recorder; the sync records them): a schedule
 /// containing `TZ` is used as is, and a `timeZone` that does not load is ignored here.
 pub fn on_cronjob_update(old: &CronJob, new: &CronJob, now: &Zoned) -> UpdateAction {
-    let (old_spec, new_spec) = (old.spec.clone().unwrap_or_default(), new.spec.clone().unwrap_or_default());
+    let (old_spec, new_spec) = (&old.spec, &new.spec);
     if old_spec.schedule == new_spec.schedule && old_spec.time_zone == new_spec.time_zone {
         return UpdateAction::Enqueue;
     }

@@ -1,0 +1,256 @@
+//! `loadtest bench-jobs`: the Job controller's cost. (1) The decision core alone for Jobs of 10,
+//! 1k and 10k pods; (2) end-to-end pod lifecycles per second against the sim cluster
+//! (create, run, finish, count, finalizer removed), unthrottled and at kube-controller-manager's
+//! client defaults (QPS 20, burst 30).
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::job::core::{Config, SyncInput, sync_job};
+use batchfleet_worker::standalone::{self, WorkerOptions};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchJobsArgs {
+    /// Pods of the unthrottled end-to-end Job.
+    #[arg(long, default_value_t = 20_000)]
+    pub pods: i32,
+    /// Its parallelism.
+    #[arg(long, default_value_t = 1000)]
+    pub parallelism: i32,
+    /// Pods of the throttled (QPS 20, burst 30) end-to-end Job.
+    #[arg(long, default_value_t = 300)]
+    pub throttled_pods: i32,
+    /// Repetitions of each decision-core measurement.
+    #[arg(long, default_value_t = 50)]
+    pub repeat: usize,
+    /// Skip the end-to-end runs.
+    #[arg(long)]
+    pub core_only: bool,
+}
+
+fn bench_job(pods: i32, indexed: bool) -> Job {
+    let mode = if indexed { "Indexed" } else { "NonIndexed" };
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "bench", "namespace": "ns", "uid": "job-uid", "resourceVersion": "1"},
+        "spec": {"completions": pods, "parallelism": pods, "completionMode": mode, "backoffLimit": 6,
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid"}},
+                 "template": {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "job-uid"}},
+                              "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+        "status": {"startTime": "2026-01-01T00:00:00Z", "active": pods}
+    }))
+    .expect("static job")
+}
+
+/// Pods of a Job in flight: a quarter succeeded (still holding the tracking finalizer), a
+/// quarter running, the rest pending.
+fn bench_pods(pods: i32, indexed: bool) -> Vec<Pod> {
+    (0..pods)
+        .map(|i| {
+            let phase = match i % 4 {
+                0 => "Succeeded",
+                1 => "Running",
+                _ => "Pending",
+            };
+            let mut annotations = json!({});
+            if indexed {
+                annotations["batch.kubernetes.io/job-completion-index"] = json!(i.to_string());
+            }
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("bench-{i}"), "namespace": "ns", "uid": format!("pod-{i}"),
+                    "creationTimestamp": "2026-01-01T00:00:00Z",
+                    "labels": {"batch.kubernetes.io/controller-uid": "job-uid"}, "annotations": annotations,
+                    "finalizers": ["batch.kubernetes.io/job-tracking"],
+                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "bench", "uid": "job-uid", "controller": true}]},
+                "spec": {"nodeName": "n", "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if phase == "Running" {"True"} else {"False"}}]}
+            }))
+            .expect("static pod")
+        })
+        .collect()
+}
+
+struct CoreCost {
+    pods: i32,
+    indexed: bool,
+    median: Duration,
+    p99: Duration,
+}
+
+fn core_cost(pods: i32, indexed: bool, repeat: usize) -> CoreCost {
+    let job = bench_job(pods, indexed);
+    let pod_list = bench_pods(pods, indexed);
+    let config = Config::default();
+    let none = HashSet::new();
+    let now = "2026-01-01T00:01:00Z".parse().expect("static time");
+    let mut samples: Vec<Duration> = (0..repeat.max(1))
+        .map(|_| {
+            let input = SyncInput {
+                job: &job,
+                pods: &pod_list,
+                now,
+                expectations_satisfied: true,
+                expected_removed_finalizers: &none,
+                backoff: None,
+                config: &config,
+            };
+            let started = Instant::now();
+            let plan = sync_job(&input);
+            let took = started.elapsed();
+            std::hint::black_box(plan);
+            took
+        })
+        .collect();
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    CoreCost { pods, indexed, median: at(0.5), p99: at(0.99) }
+}
+
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some((_, rest)) = stat.rsplit_once(") ") else { return 0.0 };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (t(11) + t(12)) / 100.0
+}
+
+struct EndToEnd {
+    label: String,
+    pods: i32,
+    seconds: f64,
+    cores: f64,
+    requests_per_second: f64,
+}
+
+/// A sim and a standalone worker in this process; one Job of `pods` zero-length pods.
+async fn end_to_end(label: &str, pods: i32, parallelism: i32, limit: RateLimit) -> anyhow::Result<EndToEnd> {
+    let sim = SimCluster::start(SimConfig { nodes: 10, ..SimConfig::default() }).await?;
+    let config = kube::Config::new(sim.url().parse()?);
+    let worker_client = batchfleet_worker::client::from_config(config.clone(), limit)?;
+    let opts =
+        WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..WorkerOptions::default() };
+    let _worker = standalone::start_with_client(worker_client, opts).await?;
+    let client = kube::Client::try_from(config)?;
+    let jobs: Api<Job> = Api::namespaced(client, "default");
+    let job: Job = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "throughput"},
+        "spec": {"completions": pods, "parallelism": parallelism,
+                 "template": {"metadata": {"annotations": {"sim.batchfleet.io/run": "0s"}},
+                              "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}
+    }))?;
+    let requests_before = total_requests(&sim);
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    jobs.create(&PostParams::default(), &job).await?;
+    let mut last_report = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let j = jobs.get("throughput").await?;
+        let st = j.status.clone().unwrap_or_default();
+        if last_report.elapsed() > Duration::from_secs(2) {
+            eprintln!(
+                "  {label}: {}/{pods} succeeded after {:.0}s ({:.0}/s)",
+                st.succeeded.unwrap_or(0),
+                started.elapsed().as_secs_f64(),
+                f64::from(st.succeeded.unwrap_or(0)) / started.elapsed().as_secs_f64()
+            );
+            last_report = Instant::now();
+        }
+        let done =
+            st.conditions.unwrap_or_default().iter().any(|c| c.type_ == "Complete" && c.status == "True");
+        if done {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(600),
+            "{label}: the Job did not complete in 10 minutes"
+        );
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let requests = total_requests(&sim) - requests_before;
+    Ok(EndToEnd {
+        label: label.to_string(),
+        pods,
+        seconds,
+        cores: (cpu_seconds() - cpu_before) / seconds,
+        requests_per_second: requests as f64 / seconds,
+    })
+}
+
+fn total_requests(sim: &SimCluster) -> u64 {
+    sim.counters().snapshot()["requests"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["count"].as_u64()).sum())
+        .unwrap_or(0)
+}
+
+pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
+    let mut costs = Vec::new();
+    for pods in [10, 1_000, 10_000] {
+        for indexed in [false, true] {
+            eprintln!("decision core: {pods} pods, {}", if indexed { "Indexed" } else { "NonIndexed" });
+            costs.push(core_cost(pods, indexed, args.repeat));
+        }
+    }
+    let mut runs = Vec::new();
+    if !args.core_only {
+        eprintln!("end to end, unthrottled: {} pods, parallelism {}", args.pods, args.parallelism);
+        runs.push(
+            end_to_end("unthrottled", args.pods, args.parallelism, RateLimit { qps: 0.0, burst: 1 })
+                .await
+                .context("unthrottled run")?,
+        );
+        eprintln!("end to end, QPS 20 burst 30: {} pods", args.throttled_pods);
+        runs.push(
+            end_to_end(
+                "QPS 20, burst 30",
+                args.throttled_pods,
+                args.parallelism.min(args.throttled_pods),
+                RateLimit { qps: 20.0, burst: 30 },
+            )
+            .await
+            .context("throttled run")?,
+        );
+    }
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    println!("## Job controller benchmark ({cpus} CPUs)");
+    println!();
+    println!("| decision core (sync_job) | median | p99 |");
+    println!("|---|---|---|");
+    for c in &costs {
+        let mode = if c.indexed { "Indexed" } else { "NonIndexed" };
+        println!(
+            "| {} pods, {mode} | {:.3} ms | {:.3} ms |",
+            c.pods,
+            c.median.as_secs_f64() * 1e3,
+            c.p99.as_secs_f64() * 1e3
+        );
+    }
+    if !runs.is_empty() {
+        println!();
+        println!(
+            "| end to end (sim + standalone worker, one process) | pods | seconds | lifecycles/s | API requests/s | cores used |"
+        );
+        println!("|---|---|---|---|---|---|");
+        for r in &runs {
+            println!(
+                "| {} | {} | {:.1} | {:.0} | {:.0} | {:.2} |",
+                r.label,
+                r.pods,
+                r.seconds,
+                f64::from(r.pods) / r.seconds,
+                r.requests_per_second,
+                r.cores
+            );
+        }
+    }
+    Ok(())
+}
