@@ -52,7 +52,7 @@ fn bench_job(pods: i32, indexed: bool) -> Job {
 
 /// Pods of a Job in flight: a quarter succeeded (still holding the tracking finalizer), a
 /// quarter running, the rest pending.
-fn bench_pods(pods: i32, indexed: bool) -> Vec<Pod> {
+fn bench_pods(pods: i32, indexed: bool) -> Vec<std::sync::Arc<Pod>> {
     (0..pods)
         .map(|i| {
             let phase = match i % 4 {
@@ -73,6 +73,7 @@ fn bench_pods(pods: i32, indexed: bool) -> Vec<Pod> {
                 "spec": {"nodeName": "n", "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
                 "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if phase == "Running" {"True"} else {"False"}}]}
             }))
+            .map(std::sync::Arc::new)
             .expect("static pod")
         })
         .collect()

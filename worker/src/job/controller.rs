@@ -335,7 +335,7 @@ impl JobController {
             return Ok(None);
         };
         let uid = job.metadata.uid.clone().unwrap_or_default();
-        let pods: Vec<Pod> = self.cache.pods_of(&uid).iter().map(|p| (**p).clone()).collect();
+        let pods = self.cache.pods_of(&uid);
         let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
         let pending_finalizers = self.finalizers.pending(key);
         let backoff = self.backoff.lock().get(key).cloned();

@@ -549,7 +549,7 @@ mod tests {
             let job = mk_job("job", 1, completions, 6).indexed().backoff_limit_per_index(bl).build();
             let rm: std::collections::HashSet<String> = expected_rm.iter().map(|s| s.to_string()).collect();
             let view = JobView::new(&job);
-            let facts = super::super::view::pod_facts(&view, &pods, &rm);
+            let facts = super::super::view::pod_facts(&view, &super::super::testutil::arcs(&pods), &rm);
             let failed = calculate_failed_indexes(&view, None, &facts);
             let (_, succeeded) = calculate_succeeded_indexes("", i64::from(completions), &facts);
             let got =

@@ -2,6 +2,7 @@
 //! indexes first), which pods/indexes to create, and the pod-failure back-off gate.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -18,7 +19,7 @@ use super::view::{JobView, PodFacts};
 
 pub(super) struct ManageInput<'a> {
     pub view: &'a JobView<'a>,
-    pub pods: &'a [Pod],
+    pub pods: &'a [Arc<Pod>],
     pub facts: &'a [PodFacts],
     /// Positions of the active pods.
     pub active: &'a [usize],

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -22,7 +23,7 @@ pub struct SyncInput<'a> {
     /// The pods this Job controls (after adoption: adopted pods carry the tracking finalizer in memory,
     /// as upstream's `getPodsForJob` does). Order matters only where it does upstream (the first pod
     /// matching a `FailJob` rule names the failure).
-    pub pods: &'a [Pod],
+    pub pods: &'a [Arc<Pod>],
     pub now: Timestamp,
     /// Upstream `expectations.SatisfiedExpectations`: the cache has seen every pod this worker created
     /// or deleted for the Job. Checked before the pods were listed.

@@ -2049,7 +2049,7 @@ fn ten_thousand_pod_indexed_job() {
     let cfg = Config::default();
     let input = SyncInput {
         job: &job,
-        pods: &pods,
+        pods: &arcs(&pods),
         now: now(),
         expectations_satisfied: true,
         expected_removed_finalizers: &input_rm,
@@ -2229,7 +2229,7 @@ fn jobs_converge_through_repeated_syncs() {
             let cfg = Config::default();
             let input = SyncInput {
                 job: &job,
-                pods: &pods,
+                pods: &arcs(&pods),
                 now: t,
                 expectations_satisfied: true,
                 expected_removed_finalizers: &rm,

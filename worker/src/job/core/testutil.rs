@@ -359,7 +359,7 @@ impl PodBuilder {
 }
 
 pub fn facts_of(job: &Job, pods: &[Pod]) -> Vec<PodFacts> {
-    pod_facts(&JobView::new(job), pods, &HashSet::new())
+    pod_facts(&JobView::new(job), &arcs(pods), &HashSet::new())
 }
 
 /// Upstream `newPodList` for one phase: pods with the finalizer and a container terminated at
@@ -506,9 +506,10 @@ pub fn run_sync(job: &Job, pods: &[Pod]) -> Run {
 
 /// Runs one sync through all stages with a fake API, like upstream's `syncJob` under test.
 pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
+    let pods = arcs(pods);
     let input = SyncInput {
         job,
-        pods,
+        pods: &pods,
         now: o.now,
         expectations_satisfied: o.expectations_satisfied,
         expected_removed_finalizers: &o.expected_rm,
@@ -718,4 +719,9 @@ pub fn validate_status_update(
         }
     }
     Ok(())
+}
+
+/// Pods as the shell hands them to the core.
+pub fn arcs(pods: &[Pod]) -> Vec<std::sync::Arc<Pod>> {
+    pods.iter().cloned().map(std::sync::Arc::new).collect()
 }

@@ -584,7 +584,7 @@ mod tests {
     fn run(c: &Case) {
         let view = JobView::new(&c.job);
         let rm: HashSet<String> = c.expected_rm.iter().map(|s| s.to_string()).collect();
-        let facts = pod_facts(&view, &c.pods, &rm);
+        let facts = pod_facts(&view, &crate::job::core::testutil::arcs(&c.pods), &rm);
         let status = WorkStatus::from_status(c.job.status.as_ref());
         let us: HashSet<String> = status.uncounted_succeeded.iter().cloned().collect();
         let uf: HashSet<String> = status.uncounted_failed.iter().cloned().collect();

@@ -2,6 +2,7 @@
 //! never re-reads optional API fields and never scans the pod list twice for the same fact.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, PodFailurePolicy, SuccessPolicy};
@@ -181,7 +182,11 @@ impl PodFacts {
     }
 }
 
-pub(super) fn pod_facts(view: &JobView<'_>, pods: &[Pod], expected_rm: &HashSet<String>) -> Vec<PodFacts> {
+pub(super) fn pod_facts(
+    view: &JobView<'_>,
+    pods: &[Arc<Pod>],
+    expected_rm: &HashSet<String>,
+) -> Vec<PodFacts> {
     pods.iter()
         .map(|pod| {
             let phase = phase_of(pod);
