@@ -10,11 +10,14 @@ use prometheus::Registry;
 use tokio::task::JoinSet;
 
 use crate::client::{self, RateLimit};
+use crate::clock::{Clock, SystemClock};
+use crate::cronjob::controller::CronJobController;
 use crate::events::EventSink;
 use crate::job::controller::JobController;
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
 use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
+use crate::ttl::controller::TtlController;
 
 /// What a worker needs to start.
 #[derive(Debug, Clone)]
@@ -22,12 +25,16 @@ pub struct WorkerOptions {
     pub kubeconfig: Option<PathBuf>,
     pub rate_limit: RateLimit,
     pub concurrent_job_syncs: usize,
+    pub concurrent_cron_job_syncs: usize,
+    pub concurrent_ttl_syncs: usize,
     /// The `spec.managedBy` value whose Jobs this worker reconciles.
     pub job_managed_by: String,
     pub metrics_addr: SocketAddr,
     pub worker_id: String,
     /// Upstream's constants, overridable so tests need not wait real back-offs.
     pub job_timing: JobTiming,
+    /// The CronJob controller's clock (tests speed it up).
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The Job controller's delays: pod-failure back-off (10s doubling to 10min) and the pod-event
@@ -56,10 +63,13 @@ impl Default for WorkerOptions {
             kubeconfig: None,
             rate_limit: RateLimit { qps: 20.0, burst: 30 },
             concurrent_job_syncs: 5,
+            concurrent_cron_job_syncs: 5,
+            concurrent_ttl_syncs: 5,
             job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             worker_id: "fleet-worker".to_string(),
             job_timing: JobTiming::default(),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -109,15 +119,33 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,
         ..JobConfig::default()
     };
-    let jobs =
-        JobController::new(client, config, job_metrics, events, queue, orphans, Arc::new(|_: &str| true));
+    let owns: crate::job::controller::Owns = Arc::new(|_: &str| true);
+    let jobs = JobController::new(client.clone(), config, job_metrics, events, queue, orphans, owns.clone());
+    let (cron_events, record_cron_events) =
+        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT, Some(opts.worker_id.clone()));
+    let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
+    // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
+    let cronjobs = CronJobController::new(
+        client.clone(),
+        &registry,
+        cron_queue,
+        cron_events,
+        jiff::tz::TimeZone::UTC,
+        opts.clock.clone(),
+        owns.clone(),
+    )?;
+    let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
+    let ttl = TtlController::new(client, &registry, ttl_queue, owns)?;
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
     let mut tasks = JoinSet::new();
     tasks.spawn(serve);
     tasks.spawn(record_events);
+    tasks.spawn(record_cron_events);
     tasks.spawn(jobs.run(opts.concurrent_job_syncs));
+    tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
+    tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     tracing::info!(%metrics_addr, managed_by = %opts.job_managed_by, "standalone worker running every shard");
     Ok(Worker { metrics_addr, tasks })
 }

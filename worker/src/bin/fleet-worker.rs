@@ -27,6 +27,12 @@ struct Args {
     /// Jobs synced concurrently, as --concurrent-job-syncs.
     #[arg(long, default_value_t = 5)]
     concurrent_job_syncs: usize,
+    /// CronJobs synced concurrently, as --concurrent-cron-job-syncs.
+    #[arg(long, default_value_t = 5)]
+    concurrent_cron_job_syncs: usize,
+    /// Finished Jobs checked for their TTL concurrently, as --concurrent-ttl-after-finished-syncs.
+    #[arg(long, default_value_t = 5)]
+    concurrent_ttl_after_finished_syncs: usize,
     /// Reconcile only Jobs whose spec.managedBy is this value (Jobs without the field count as
     /// kubernetes.io/job-controller). Set e.g. batchfleet.io/job-controller to run beside
     /// kube-controller-manager and move namespaces over one by one.
@@ -53,8 +59,12 @@ fn main() -> ExitCode {
         eprintln!("fleet-worker: only --standalone is available until the coordinator protocol lands");
         return ExitCode::from(2);
     }
-    if args.concurrent_job_syncs == 0 || args.kube_api_qps < 0.0 {
-        eprintln!("fleet-worker: --concurrent-job-syncs must be at least 1 and --kube-api-qps at least 0");
+    if args.concurrent_job_syncs == 0
+        || args.concurrent_cron_job_syncs == 0
+        || args.concurrent_ttl_after_finished_syncs == 0
+        || args.kube_api_qps < 0.0
+    {
+        eprintln!("fleet-worker: the --concurrent-* flags must be at least 1 and --kube-api-qps at least 0");
         return ExitCode::from(2);
     }
     tracing_subscriber::fmt()
@@ -70,10 +80,12 @@ fn main() -> ExitCode {
         kubeconfig: args.kubeconfig,
         rate_limit: RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst },
         concurrent_job_syncs: args.concurrent_job_syncs,
+        concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
+        concurrent_ttl_syncs: args.concurrent_ttl_after_finished_syncs,
         job_managed_by: args.job_managed_by,
         metrics_addr: args.metrics_addr,
         worker_id,
-        job_timing: Default::default(),
+        ..WorkerOptions::default()
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

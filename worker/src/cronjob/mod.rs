@@ -1,5 +1,7 @@
 //! The CronJob controller: robfig-compatible schedules, previews, and (next) its decision core
 //! and shell.
 
+pub mod controller;
+pub mod core;
 pub mod preview;
 pub mod schedule;

@@ -135,8 +135,11 @@ pub fn time_left(job: &Job, now: Timestamp) -> Result<TimeLeft, TtlError> {
     };
     let expire_nanos = finish_at.as_nanosecond() + i128::from(ttl) * NANOS_PER_SECOND;
     // Past jiff's range (year 9999) nothing expires in practice: clamp.
-    let expire_at = Timestamp::from_nanosecond(expire_nanos)
-        .unwrap_or(if expire_nanos < 0 { Timestamp::MIN } else { Timestamp::MAX });
+    let expire_at = Timestamp::from_nanosecond(expire_nanos).unwrap_or(if expire_nanos < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    });
     let remaining = expire_nanos - now.as_nanosecond();
     let remaining = i64::try_from(remaining).unwrap_or(if remaining < 0 { i64::MIN } else { i64::MAX });
     Ok(TimeLeft {
@@ -226,7 +229,8 @@ mod tests {
     #[test]
     fn upstream_time_left() {
         let n = now();
-        type Row = (&'static str, Option<Timestamp>, Option<Timestamp>, Option<i32>, Option<(i64, Timestamp)>);
+        type Row =
+            (&'static str, Option<Timestamp>, Option<Timestamp>, Option<i32>, Option<(i64, Timestamp)>);
         let rows: [Row; 9] = [
             ("Error case: Job unfinished", None, None, Some(100), None),
             ("Error case: Job completed now, no TTL", Some(n), None, None, None),

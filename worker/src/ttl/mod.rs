@@ -1,1 +1,5 @@
+//! The TTL-after-finished controller: deletes finished Jobs once their `ttlSecondsAfterFinished`
+//! has passed.
+
+pub mod controller;
 pub mod core;

@@ -19,15 +19,25 @@ pub struct Env {
     pub client: kube::Client,
 }
 
-/// A sim and a worker with fast back-offs (100ms doubling to 1s, 100ms batching), so failure
-/// cases finish in seconds.
-pub async fn start() -> Env {
-    let job_timing = JobTiming {
+/// Fast back-offs (100ms doubling to 1s, 100ms batching), so failure cases finish in seconds.
+pub fn fast_timing() -> JobTiming {
+    JobTiming {
         pod_failure_backoff: Duration::from_millis(100),
         max_pod_failure_backoff: Duration::from_secs(1),
         sync_job_batch_period: Duration::from_millis(100),
-    };
-    start_with(WorkerOptions { job_timing, ..WorkerOptions::default() }).await
+    }
+}
+
+/// A sim and a worker with [`fast_timing`].
+pub async fn start() -> Env {
+    start_with(WorkerOptions { job_timing: fast_timing(), ..WorkerOptions::default() }).await
+}
+
+/// A sim and a worker whose CronJob clock runs 60 times faster than real time: a minute per
+/// second.
+pub async fn start_fast_clock() -> Env {
+    let clock = std::sync::Arc::new(batchfleet_worker::clock::ScaledClock::new(jiff::Timestamp::now(), 60.0));
+    start_with(WorkerOptions { job_timing: fast_timing(), clock, ..WorkerOptions::default() }).await
 }
 
 pub async fn start_with(opts: WorkerOptions) -> Env {

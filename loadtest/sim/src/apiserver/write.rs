@@ -180,13 +180,22 @@ impl ApiServer {
             match self.namespace_state(namespace) {
                 None => return Err(ApiError::namespace_not_found(namespace)),
                 Some(true) => {
-                    return Err(ApiError::forbidden(
+                    let mut e = ApiError::forbidden(
                         &rt,
                         if name.is_empty() { &generate_name } else { &name },
                         &format!(
                             "unable to create new content in namespace {namespace} because it is being terminated"
                         ),
-                    ));
+                    );
+                    // Upstream's NamespaceLifecycle admission marks the cause, which controllers test.
+                    if let Some(d) = e.details.as_mut() {
+                        d["causes"] = json!([{
+                            "reason": "NamespaceTerminating",
+                            "message": format!("namespace {namespace} is being terminated"),
+                            "field": "metadata.namespace"
+                        }]);
+                    }
+                    return Err(e);
                 }
                 Some(false) => {}
             }

@@ -20,7 +20,8 @@ pub fn in_active_list(cronjob: &CronJob, uid: &str) -> bool {
 /// upstream `inActiveListByName`: a reference with this name and namespace.
 pub fn in_active_list_by_name(cronjob: &CronJob, namespace: &str, name: &str) -> bool {
     active_refs(cronjob).iter().any(|r| {
-        r.name.as_deref().unwrap_or_default() == name && r.namespace.as_deref().unwrap_or_default() == namespace
+        r.name.as_deref().unwrap_or_default() == name
+            && r.namespace.as_deref().unwrap_or_default() == namespace
     })
 }
 

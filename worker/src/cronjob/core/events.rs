@@ -16,17 +16,9 @@ fn warning(reason: &'static str, message: String) -> Event {
     Event { type_: EventType::Warning, reason, message }
 }
 
-/// Go's `%q` of a string, as the schedule module renders it (borrowed from its tested
-/// `UnsupportedSchedule` message, which quotes the schedule with `strconv.Quote`).
+/// Go's `%q` of a string.
 pub(super) fn go_quote(s: &str) -> String {
-    const PREFIX: &str = "CRON_TZ or TZ used in schedule ";
-    const SUFFIX: &str = " is not officially supported, see \
-                          https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details";
-    let message = unsupported_schedule_message(s);
-    message
-        .strip_prefix(PREFIX)
-        .and_then(|m| m.strip_suffix(SUFFIX))
-        .map_or_else(|| format!("{s:?}"), str::to_string)
+    crate::cronjob::schedule::go_strconv_quote(s)
 }
 
 /// Go's `t.UTC().Format(time.RFC1123Z)`, e.g. `Thu, 19 May 2016 10:00:00 +0000`.

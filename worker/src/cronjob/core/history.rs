@@ -70,4 +70,3 @@ pub(super) fn to_delete(cronjob: &CronJob, jobs: &[JobView]) -> Vec<usize> {
     }
     out
 }
-

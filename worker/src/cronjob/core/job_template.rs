@@ -24,21 +24,11 @@ pub fn job_name(cronjob: &CronJob, scheduled: Timestamp) -> String {
     format!("{}-{}", cronjob.metadata.name.as_deref().unwrap_or_default(), unix_seconds(scheduled) / 60)
 }
 
-/// `time.LoadLocation` as the schedule module implements it: `""`/`UTC` → UTC, `Local` → the
-/// controller's zone, otherwise an IANA name spelled exactly.
+/// `time.LoadLocation` as the schedule module implements it, with `Local` as the controller's zone.
 fn load_location(name: &str, local: &TimeZone) -> Result<TimeZone, UnknownTimeZone> {
-    let err = |reason: String| UnknownTimeZone { time_zone: name.to_string(), reason };
-    match name {
-        "" | "UTC" => Ok(TimeZone::UTC),
-        "Local" => Ok(local.clone()),
-        _ if name.contains("..") || name.starts_with('/') || name.starts_with('\\') => {
-            Err(err("time: invalid location name".to_string()))
-        }
-        _ => match TimeZone::get(name) {
-            Ok(tz) if tz.iana_name() == Some(name) => Ok(tz),
-            _ => Err(err(format!("unknown time zone {name}"))),
-        },
-    }
+    crate::cronjob::schedule::load_location(name)
+        .map(|tz| tz.unwrap_or_else(|| local.clone()))
+        .map_err(|reason| UnknownTimeZone { time_zone: name.to_string(), reason })
 }
 
 /// Go's `t.Format(time.RFC3339)`: seconds, no fraction, `Z` for a zero offset, else `±hh:mm`.

@@ -25,8 +25,8 @@ use super::history;
 use super::job_template::{job_from_template, job_name};
 use super::jobs::{JobView, is_controlled_by, jobs_to_be_reconciled};
 use super::plan::{
-    ApiError, ApiErrorKind, CreateJob, DeleteJob, DeleteReason, Effect, Event, GetCronJob, GetJob, GetJobReason,
-    Next, Outcome, Step, SyncError, UpdateStatus,
+    ApiError, ApiErrorKind, CreateJob, DeleteJob, DeleteReason, Effect, Event, GetCronJob, GetJob,
+    GetJobReason, Next, Outcome, Step, SyncError, UpdateStatus,
 };
 use crate::cronjob::schedule::times::{CronJobTimes, next_schedule_time, next_schedule_time_duration};
 use crate::cronjob::schedule::{Schedule, format_schedule};
@@ -244,7 +244,8 @@ impl SyncState {
                                 self.update_status = true;
                             }
                             // A Job need not be listed: any succeeded Job counts.
-                            if job.succeeded && fold_last_successful_time(self.cj_mut(), job.completion_time) {
+                            if job.succeeded && fold_last_successful_time(self.cj_mut(), job.completion_time)
+                            {
                                 self.update_status = true;
                             }
                         }
@@ -315,7 +316,11 @@ impl SyncState {
                     }
                     let cronjob = Box::new(std::mem::take(&mut self.copy));
                     return self.step(|state| {
-                        Next::UpdateStatus(UpdateStatus { cronjob, state, resume: UpdateResume { requeue, error } })
+                        Next::UpdateStatus(UpdateStatus {
+                            cronjob,
+                            state,
+                            resume: UpdateResume { requeue, error },
+                        })
                     });
                 }
             };
@@ -400,7 +405,11 @@ impl SyncState {
         Phase::requeue(self.requeue_after(&create.schedule))
     }
 
-    pub(super) fn after_delete(mut self: Box<Self>, resume: DeleteResume, result: Result<(), ApiError>) -> Step {
+    pub(super) fn after_delete(
+        mut self: Box<Self>,
+        resume: DeleteResume,
+        result: Result<(), ApiError>,
+    ) -> Step {
         let phase = match resume {
             DeleteResume::History { pending, next } => {
                 if let Some(job) = pending.get(next).and_then(|&i| self.jobs.get(i)).cloned() {
@@ -440,7 +449,8 @@ impl SyncState {
         let phase = match result {
             Err(e) => Phase::stop(SyncError::GetCronJob(e)),
             Ok(fresh) => {
-                let (uid, name) = self.jobs.get(next).map(|j| (j.uid.clone(), j.name.clone())).unwrap_or_default();
+                let (uid, name) =
+                    self.jobs.get(next).map(|j| (j.uid.clone(), j.name.clone())).unwrap_or_default();
                 if in_active_list(&fresh, &uid) {
                     // The cache was behind; carry on with the fresh object (upstream's swap).
                     self.fresh = Some(fresh);
@@ -455,7 +465,11 @@ impl SyncState {
         self.run(phase)
     }
 
-    pub(super) fn after_get_job(mut self: Box<Self>, resume: GetJobResume, result: Result<Job, ApiError>) -> Step {
+    pub(super) fn after_get_job(
+        mut self: Box<Self>,
+        resume: GetJobResume,
+        result: Result<Job, ApiError>,
+    ) -> Step {
         let phase = match resume {
             GetJobResume::Missing { refs, next } => match result {
                 Err(e) if e.is_not_found() => {
@@ -508,7 +522,11 @@ impl SyncState {
         self.run(phase)
     }
 
-    pub(super) fn after_create(mut self: Box<Self>, resume: CreateResume, result: Result<Job, ApiError>) -> Step {
+    pub(super) fn after_create(
+        mut self: Box<Self>,
+        resume: CreateResume,
+        result: Result<Job, ApiError>,
+    ) -> Step {
         let create = resume.0;
         let phase = match result {
             Ok(job) => {
@@ -545,7 +563,11 @@ impl SyncState {
         self.run(phase)
     }
 
-    pub(super) fn after_update_status(self: Box<Self>, resume: UpdateResume, result: Result<(), ApiError>) -> Step {
+    pub(super) fn after_update_status(
+        self: Box<Self>,
+        resume: UpdateResume,
+        result: Result<(), ApiError>,
+    ) -> Step {
         let outcome = match result {
             Err(e) => Outcome::Retry(SyncError::UpdateStatus(e)),
             Ok(()) => outcome(resume.requeue, resume.error),
@@ -565,7 +587,8 @@ fn outcome(requeue: Option<SignedDuration>, error: Option<SyncError>) -> Outcome
 
 /// `scheduledTime.Add(time.Second * time.Duration(sds)).Before(now)` (Go's Duration product wraps).
 fn too_late(scheduled: Timestamp, starting_deadline_seconds: i64, now: Timestamp) -> bool {
-    let deadline = scheduled.as_nanosecond() + i128::from(NANOS_PER_SECOND.wrapping_mul(starting_deadline_seconds));
+    let deadline =
+        scheduled.as_nanosecond() + i128::from(NANOS_PER_SECOND.wrapping_mul(starting_deadline_seconds));
     deadline < now.as_nanosecond()
 }
 

@@ -28,6 +28,8 @@ mod reference;
 use jiff::Zoned;
 use jiff::tz::TimeZone;
 
+pub use parser::{go_strconv_quote, load_location};
+
 use every::ConstantDelay;
 use spec::SpecSchedule;
 

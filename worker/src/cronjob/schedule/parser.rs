@@ -283,7 +283,7 @@ pub(crate) fn go_atoi(s: &str) -> Result<i64, String> {
 /// `strconv.Quote`. Non-printable runes are escaped as Go does; Go's `IsPrint` is approximated by
 /// Rust's control, format, private-use, separator and noncharacter classes (unassigned code points,
 /// which Go also escapes, are printed as they are).
-pub(crate) fn go_strconv_quote(s: &str) -> String {
+pub fn go_strconv_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -490,7 +490,7 @@ fn go_time_quote(s: &str) -> String {
 /// `time.LoadLocation` against jiff's bundled time zone database. `Ok(None)` is `time.Local`
 /// ("Local"); `""` and `"UTC"` are UTC. Names are case-sensitive, as on the zoneinfo file
 /// system and in Go's embedded tzdata.
-pub(crate) fn load_location(name: &str) -> Result<Option<TimeZone>, String> {
+pub fn load_location(name: &str) -> Result<Option<TimeZone>, String> {
     if name.is_empty() || name == "UTC" {
         return Ok(Some(TimeZone::UTC));
     }

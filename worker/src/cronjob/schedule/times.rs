@@ -16,9 +16,10 @@ use super::Schedule;
 /// upstream `nextScheduleDelta`: requeue 100ms after the next schedule time.
 pub const NEXT_SCHEDULE_DELTA_NANOS: i64 = 100_000_000;
 
-/// Bound on the scan for the most recent time (upstream has none; it is never approached by a
-/// schedule that has activations, the scan starting at most two periods before `now`).
-const MAX_SCAN: u32 = 1_000_000;
+/// Bound on the scan for the most recent time. Upstream has none: it scans from about two
+/// periods before `now`, so a real schedule needs a handful of steps, but wrapped Go arithmetic
+/// on absurd input could otherwise scan for seconds.
+const MAX_SCAN: u32 = 10_000;
 
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 /// Go's zero `time.Time`, 0001-01-01T00:00:00Z, in Unix nanoseconds.

@@ -1,0 +1,65 @@
+//! Time as the controllers see it. The system clock in production; tests inject a clock that
+//! runs faster than real time, so a CronJob that fires every minute fires every second.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now(&self) -> Timestamp;
+    /// How long to really wait for `delay` of this clock's time to pass.
+    fn real(&self, delay: Duration) -> Duration;
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    fn real(&self, delay: Duration) -> Duration {
+        delay
+    }
+}
+
+/// A clock that starts at `start` and runs `speed` times faster than real time.
+#[derive(Debug, Clone)]
+pub struct ScaledClock {
+    origin: std::time::Instant,
+    start: Timestamp,
+    speed: f64,
+}
+
+impl ScaledClock {
+    pub fn new(start: Timestamp, speed: f64) -> Self {
+        Self { origin: std::time::Instant::now(), start, speed: speed.max(f64::MIN_POSITIVE) }
+    }
+}
+
+impl Clock for ScaledClock {
+    fn now(&self) -> Timestamp {
+        let elapsed = self.origin.elapsed().mul_f64(self.speed);
+        let elapsed = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
+        self.start.checked_add(elapsed).unwrap_or(self.start)
+    }
+
+    fn real(&self, delay: Duration) -> Duration {
+        delay.div_f64(self.speed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scaled_clock_runs_faster_and_scales_delays_back() {
+        let start: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let c = ScaledClock::new(start, 60.0);
+        assert!(c.now() >= start);
+        assert_eq!(c.real(Duration::from_secs(60)), Duration::from_secs(1));
+        assert_eq!(SystemClock.real(Duration::from_secs(3)), Duration::from_secs(3));
+    }
+}

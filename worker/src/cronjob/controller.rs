@@ -1,0 +1,292 @@
+//! The CronJob controller's shell: watches CronJobs and Jobs into caches, and drives the decision
+//! core's sync state machine — one API call per step — with upstream's queue semantics.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
+use kube::runtime::watcher;
+use parking_lot::RwLock;
+use prometheus::{Histogram, HistogramOpts, Registry};
+
+use super::core::{self, ApiError, ApiErrorKind, Effect, Next, Outcome, UpdateAction};
+use crate::api_errors;
+use crate::clock::Clock;
+use crate::events::{EventSink, PendingEvent};
+use crate::job::cache::ObjectKey;
+use crate::job::controller::Owns;
+use crate::runtime::workqueue::WorkQueue;
+
+pub struct CronJobController {
+    client: kube::Client,
+    cronjobs: RwLock<HashMap<ObjectKey, Arc<CronJob>>>,
+    /// Jobs per namespace, by name: the core matches them to CronJobs by controller reference.
+    jobs: RwLock<HashMap<String, BTreeMap<String, Arc<Job>>>>,
+    queue: WorkQueue<ObjectKey>,
+    events: EventSink,
+    skew: Histogram,
+    local_zone: jiff::tz::TimeZone,
+    clock: Arc<dyn Clock>,
+    owns: Owns,
+}
+
+fn api_error(e: kube::Error) -> ApiError {
+    let kind = if api_errors::is_namespace_terminating(&e) {
+        ApiErrorKind::NamespaceTerminating
+    } else if api_errors::is_not_found(&e) {
+        ApiErrorKind::NotFound
+    } else if api_errors::is_already_exists(&e) {
+        ApiErrorKind::AlreadyExists
+    } else {
+        ApiErrorKind::Other
+    };
+    ApiError::new(kind, api_errors::message(&e))
+}
+
+impl CronJobController {
+    pub fn new(
+        client: kube::Client,
+        registry: &Registry,
+        queue: WorkQueue<ObjectKey>,
+        events: EventSink,
+        local_zone: jiff::tz::TimeZone,
+        clock: Arc<dyn Clock>,
+        owns: Owns,
+    ) -> prometheus::Result<Arc<Self>> {
+        let skew = Histogram::with_opts(
+            HistogramOpts::new(
+                "cronjob_job_creation_skew_duration_seconds",
+                "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+            )
+            .subsystem("cronjob_controller")
+            .buckets(core::CREATION_SKEW_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(skew.clone()))?;
+        Ok(Arc::new(Self {
+            client,
+            cronjobs: RwLock::new(HashMap::new()),
+            jobs: RwLock::new(HashMap::new()),
+            queue,
+            events,
+            skew,
+            local_zone,
+            clock,
+            owns,
+        }))
+    }
+
+    pub async fn run(self: Arc<Self>, workers: usize) {
+        let mut tasks = tokio::task::JoinSet::new();
+        let (synced_tx, synced) = tokio::sync::watch::channel((false, false));
+        let synced_tx = Arc::new(synced_tx);
+        tasks.spawn(self.clone().watch_cronjobs(synced_tx.clone()));
+        tasks.spawn(self.clone().watch_jobs(synced_tx));
+        for _ in 0..workers.max(1) {
+            let this = self.clone();
+            let mut synced = synced.clone();
+            tasks.spawn(async move {
+                let _ = synced.wait_for(|(a, b)| *a && *b).await;
+                this.worker().await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+
+    /// Real time to wait for a delay the core computed on the controller's clock.
+    fn real(&self, d: jiff::SignedDuration) -> Duration {
+        self.clock.real(Duration::try_from(d).unwrap_or(Duration::ZERO))
+    }
+
+    fn now(&self) -> jiff::Zoned {
+        self.clock.now().to_zoned(self.local_zone.clone())
+    }
+
+    async fn watch_cronjobs(self: Arc<Self>, synced: Arc<tokio::sync::watch::Sender<(bool, bool)>>) {
+        let api: Api<CronJob> = Api::all(self.client.clone());
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(cj) | watcher::Event::InitApply(cj)) => {
+                    let key = ObjectKey::of(&cj.metadata);
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(key.clone());
+                    }
+                    if !(self.owns)(&key.namespace) {
+                        continue;
+                    }
+                    let old = self.cronjobs.write().insert(key.clone(), Arc::new(cj.clone()));
+                    match old {
+                        None => self.queue.add(key),
+                        Some(old) => match core::on_cronjob_update(&old, &cj, &self.now()) {
+                            UpdateAction::Enqueue => self.queue.add(key),
+                            UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
+                            UpdateAction::Unparseable(e) => self.events.publish(PendingEvent::for_object(
+                                &cj,
+                                e.type_ == core::EventType::Warning,
+                                e.reason,
+                                &e.message,
+                            )),
+                        },
+                    }
+                }
+                Ok(watcher::Event::Delete(cj)) => {
+                    self.cronjobs.write().remove(&ObjectKey::of(&cj.metadata));
+                }
+                Ok(watcher::Event::Init) => seen = Some(Default::default()),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        self.cronjobs.write().retain(|k, _| s.contains(k));
+                    }
+                    synced.send_modify(|s| s.0 = true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "CronJob watch failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn watch_jobs(self: Arc<Self>, synced: Arc<tokio::sync::watch::Sender<(bool, bool)>>) {
+        let api: Api<Job> = Api::all(self.client.clone());
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
+                    let key = ObjectKey::of(&job.metadata);
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(key.clone());
+                    }
+                    if !(self.owns)(&key.namespace) {
+                        continue;
+                    }
+                    let old = self
+                        .jobs
+                        .write()
+                        .entry(key.namespace.clone())
+                        .or_default()
+                        .insert(key.name.clone(), Arc::new(job.clone()));
+                    let owners = match &old {
+                        None => core::cronjob_for_job_event(&job).into_iter().collect(),
+                        Some(old) => core::cronjobs_for_job_update(old, &job),
+                    };
+                    for o in owners {
+                        self.queue.add(ObjectKey::new(o.namespace, o.name));
+                    }
+                }
+                Ok(watcher::Event::Delete(job)) => {
+                    let key = ObjectKey::of(&job.metadata);
+                    if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
+                        ns.remove(&key.name);
+                    }
+                    if let Some(o) = core::cronjob_for_job_event(&job) {
+                        self.queue.add(ObjectKey::new(o.namespace, o.name));
+                    }
+                }
+                Ok(watcher::Event::Init) => seen = Some(Default::default()),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        for (ns, jobs) in self.jobs.write().iter_mut() {
+                            jobs.retain(|name, _| s.contains(&ObjectKey::new(ns.clone(), name.clone())));
+                        }
+                    }
+                    synced.send_modify(|s| s.1 = true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "CronJob controller's Job watch failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn worker(self: Arc<Self>) {
+        while let Some(key) = self.queue.get().await {
+            match self.sync(&key).await {
+                Outcome::RequeueAfter(d) => {
+                    self.queue.forget(&key);
+                    self.queue.add_after(key.clone(), self.real(d));
+                }
+                Outcome::Retry(e) => {
+                    tracing::info!(cronjob = %key, error = %e, "syncing CronJob failed; retrying with back-off");
+                    self.queue.add_rate_limited(key.clone());
+                }
+                Outcome::Done => self.queue.forget(&key),
+            }
+            self.queue.done(&key);
+        }
+    }
+
+    /// Drives one sync through the core's steps.
+    async fn sync(&self, key: &ObjectKey) -> Outcome {
+        let Some(cj) = self.cronjobs.read().get(key).cloned() else { return Outcome::Done };
+        let jobs: Vec<Arc<Job>> =
+            self.jobs.read().get(&key.namespace).map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let mut step = core::sync(&cj, jobs.iter().map(|j| &**j), &self.now());
+        loop {
+            for effect in std::mem::take(&mut step.effects) {
+                match effect {
+                    Effect::Event(e) => self.events.publish(PendingEvent::for_object(
+                        &*cj,
+                        e.type_ == core::EventType::Warning,
+                        e.reason,
+                        &e.message,
+                    )),
+                    Effect::CreationSkew { seconds } => self.skew.observe(seconds),
+                }
+            }
+            step = match step.next {
+                Next::Done(outcome) => return outcome,
+                Next::DeleteJob(d) => {
+                    let api: Api<Job> = Api::namespaced(self.client.clone(), &d.namespace);
+                    let dp = DeleteParams {
+                        propagation_policy: Some(PropagationPolicy::Background),
+                        ..Default::default()
+                    };
+                    let r = api.delete(&d.name, &dp).await.map(|_| ()).map_err(api_error);
+                    d.answer(r)
+                }
+                Next::GetCronJob(g) => {
+                    let api: Api<CronJob> = Api::namespaced(self.client.clone(), &g.namespace);
+                    let r = api.get(&g.name).await.map_err(api_error);
+                    g.answer(r)
+                }
+                Next::GetJob(g) => {
+                    let api: Api<Job> = Api::namespaced(self.client.clone(), &g.namespace);
+                    let r = api.get(&g.name).await.map_err(api_error);
+                    g.answer(r)
+                }
+                Next::CreateJob(c) => {
+                    let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
+                    let r = api.create(&PostParams::default(), &c.job).await.map_err(api_error);
+                    if let Ok(created) = &r {
+                        let k = ObjectKey::of(&created.metadata);
+                        self.jobs
+                            .write()
+                            .entry(k.namespace)
+                            .or_default()
+                            .insert(k.name, Arc::new(created.clone()));
+                    }
+                    c.answer(r)
+                }
+                Next::UpdateStatus(u) => {
+                    let ns = u.cronjob.metadata.namespace.clone().unwrap_or_default();
+                    let name = u.cronjob.metadata.name.clone().unwrap_or_default();
+                    let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);
+                    let r = api.replace_status(&name, &PostParams::default(), &u.cronjob).await;
+                    if let Ok(written) = &r {
+                        self.cronjobs
+                            .write()
+                            .insert(ObjectKey::of(&written.metadata), Arc::new(written.clone()));
+                    }
+                    u.answer(r.map(|_| ()).map_err(api_error))
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The TTL-after-finished controller's shell: watches Jobs, queues the finished ones with a TTL,
+//! and deletes them once expired — after a fresh GET and a re-check — with Foreground
+//! propagation and a uid precondition, as upstream's `processJob` does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
+use kube::runtime::watcher;
+use parking_lot::RwLock;
+use prometheus::{Histogram, HistogramOpts, Registry};
+
+use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
+use crate::api_errors;
+use crate::job::cache::ObjectKey;
+use crate::runtime::workqueue::WorkQueue;
+
+pub struct TtlController {
+    client: kube::Client,
+    jobs: RwLock<HashMap<ObjectKey, Arc<Job>>>,
+    queue: WorkQueue<ObjectKey>,
+    deletion_duration: Histogram,
+    owns: crate::job::controller::Owns,
+}
+
+impl TtlController {
+    pub fn new(
+        client: kube::Client,
+        registry: &Registry,
+        queue: WorkQueue<ObjectKey>,
+        owns: crate::job::controller::Owns,
+    ) -> prometheus::Result<Arc<Self>> {
+        let deletion_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "job_deletion_duration_seconds",
+                "The time it took to delete the job since it became eligible for deletion",
+            )
+            .subsystem("ttl_after_finished_controller")
+            .buckets(DELETION_DURATION_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(deletion_duration.clone()))?;
+        Ok(Arc::new(Self { client, jobs: RwLock::new(HashMap::new()), queue, deletion_duration, owns }))
+    }
+
+    pub async fn run(self: Arc<Self>, workers: usize) {
+        let mut tasks = tokio::task::JoinSet::new();
+        let (synced_tx, synced) = tokio::sync::watch::channel(false);
+        tasks.spawn(self.clone().watch_jobs(synced_tx));
+        for _ in 0..workers.max(1) {
+            let this = self.clone();
+            let mut synced = synced.clone();
+            tasks.spawn(async move {
+                let _ = synced.wait_for(|s| *s).await;
+                this.worker().await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+
+    async fn watch_jobs(self: Arc<Self>, synced: tokio::sync::watch::Sender<bool>) {
+        let api: Api<Job> = Api::all(self.client.clone());
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
+                    let key = ObjectKey::of(&job.metadata);
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(key.clone());
+                    }
+                    if !(self.owns)(&key.namespace) {
+                        continue;
+                    }
+                    let enqueue = core::needs_cleanup(&job);
+                    self.jobs.write().insert(key.clone(), Arc::new(job));
+                    if enqueue {
+                        self.queue.add(key);
+                    }
+                }
+                Ok(watcher::Event::Delete(job)) => {
+                    self.jobs.write().remove(&ObjectKey::of(&job.metadata));
+                }
+                Ok(watcher::Event::Init) => seen = Some(Default::default()),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        self.jobs.write().retain(|k, _| s.contains(k));
+                    }
+                    let _ = synced.send(true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "TTL controller's Job watch failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn worker(self: Arc<Self>) {
+        while let Some(key) = self.queue.get().await {
+            match self.process(&key).await {
+                Ok(Some(after)) => {
+                    self.queue.forget(&key);
+                    self.queue.add_after(key.clone(), after);
+                }
+                Ok(None) => self.queue.forget(&key),
+                Err(e) => {
+                    tracing::info!(job = %key, error = %e, "TTL cleanup failed; retrying");
+                    self.queue.add_rate_limited(key.clone());
+                }
+            }
+            self.queue.done(&key);
+        }
+    }
+
+    /// Upstream's `processJob`: returns when to look again, if ever.
+    async fn process(&self, key: &ObjectKey) -> Result<Option<Duration>, ProcessError> {
+        let Some(cached) = self.jobs.read().get(key).cloned() else { return Ok(None) };
+        let now = jiff::Timestamp::now();
+        match core::decide(&cached, now)? {
+            TtlDecision::Nothing => return Ok(None),
+            TtlDecision::Requeue { after, finished_in_future } => {
+                if finished_in_future {
+                    tracing::warn!(job = %key, "Found Job finished in the future. This is likely due to time skew in the cluster. Job cleanup will be deferred.");
+                }
+                return Ok(Some(after));
+            }
+            TtlDecision::DeleteNow(_) => {}
+        }
+        // The cache may be stale: re-check against the API server before deleting.
+        let api: Api<Job> = Api::namespaced(self.client.clone(), &key.namespace);
+        let fresh = match api.get(&key.name).await {
+            Ok(j) => j,
+            Err(e) if api_errors::is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(ProcessError::Api(e)),
+        };
+        let delete = match core::decide(&fresh, jiff::Timestamp::now())? {
+            TtlDecision::Nothing => return Ok(None),
+            TtlDecision::Requeue { after, .. } => return Ok(Some(after)),
+            TtlDecision::DeleteNow(d) => d,
+        };
+        tracing::info!(job = %key, "cleaning up the Job: its TTL after finished expired");
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Foreground),
+            preconditions: Some(Preconditions {
+                uid: Some(delete.precondition_uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        api.delete(&key.name, &dp).await.map_err(ProcessError::Api)?;
+        self.deletion_duration
+            .observe(core::deletion_duration_seconds(delete.expired_at, jiff::Timestamp::now()));
+        Ok(None)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ProcessError {
+    #[error(transparent)]
+    Ttl(#[from] core::TtlError),
+    #[error(transparent)]
+    Api(kube::Error),
+}
