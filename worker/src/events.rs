@@ -43,6 +43,26 @@ impl PendingEvent {
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::Sender<PendingEvent>,
+    dropped: std::sync::Arc<DropLog>,
+}
+
+/// Counts dropped events and logs them at most every ten seconds, so an overloaded sink does
+/// not flood the log.
+#[derive(Default)]
+struct DropLog {
+    dropped: std::sync::atomic::AtomicU64,
+    last_log: parking_lot::Mutex<Option<std::time::Instant>>,
+}
+
+impl DropLog {
+    fn record(&self, reason: &str) {
+        let n = self.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let mut last = self.last_log.lock();
+        if last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(10)) {
+            *last = Some(std::time::Instant::now());
+            tracing::warn!(dropped_total = n, last_reason = reason, "event buffer full; dropping events");
+        }
+    }
 }
 
 impl EventSink {
@@ -68,18 +88,18 @@ impl EventSink {
                 }
             }
         };
-        (Self { tx }, task)
+        (Self { tx, dropped: Default::default() }, task)
     }
 
     /// A sink whose events are only returned to the caller, for tests.
     pub fn channel() -> (Self, mpsc::Receiver<PendingEvent>) {
         let (tx, rx) = mpsc::channel(BUFFER);
-        (Self { tx }, rx)
+        (Self { tx, dropped: Default::default() }, rx)
     }
 
     pub fn publish(&self, event: PendingEvent) {
         if let Err(mpsc::error::TrySendError::Full(e)) = self.tx.try_send(event) {
-            tracing::warn!(reason = %e.reason, object = ?e.regarding.name, "event buffer full; dropping the event");
+            self.dropped.record(&e.reason);
         }
     }
 }

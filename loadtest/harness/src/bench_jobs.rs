@@ -19,11 +19,14 @@ use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchJobsArgs {
-    /// Pods of the unthrottled end-to-end Job.
+    /// Pods of the unthrottled end-to-end run, spread over `--jobs` Jobs.
     #[arg(long, default_value_t = 20_000)]
     pub pods: i32,
-    /// Its parallelism.
-    #[arg(long, default_value_t = 1000)]
+    /// Jobs the pods are spread over (a cluster runs many Jobs at once).
+    #[arg(long, default_value_t = 10)]
+    pub jobs: i32,
+    /// Parallelism of each Job.
+    #[arg(long, default_value_t = 200)]
     pub parallelism: i32,
     /// Pods of the throttled (QPS 20, burst 30) end-to-end Job.
     #[arg(long, default_value_t = 300)]
@@ -131,8 +134,14 @@ struct EndToEnd {
     requests_per_second: f64,
 }
 
-/// A sim and a standalone worker in this process; one Job of `pods` zero-length pods.
-async fn end_to_end(label: &str, pods: i32, parallelism: i32, limit: RateLimit) -> anyhow::Result<EndToEnd> {
+/// A sim and a standalone worker in this process; `jobs_n` Jobs sharing `pods` zero-length pods.
+async fn end_to_end(
+    label: &str,
+    pods: i32,
+    jobs_n: i32,
+    parallelism: i32,
+    limit: RateLimit,
+) -> anyhow::Result<EndToEnd> {
     let sim = SimCluster::start(SimConfig { nodes: 10, ..SimConfig::default() }).await?;
     let config = kube::Config::new(sim.url().parse()?);
     let worker_client = batchfleet_worker::client::from_config(config.clone(), limit)?;
@@ -141,38 +150,47 @@ async fn end_to_end(label: &str, pods: i32, parallelism: i32, limit: RateLimit) 
     let _worker = standalone::start_with_client(worker_client, opts).await?;
     let client = kube::Client::try_from(config)?;
     let jobs: Api<Job> = Api::namespaced(client, "default");
-    let job: Job = serde_json::from_value(json!({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "throughput"},
-        "spec": {"completions": pods, "parallelism": parallelism,
-                 "template": {"metadata": {"annotations": {"sim.batchfleet.io/run": "0s"}},
-                              "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}
-    }))?;
+    let jobs_n = jobs_n.max(1);
+    let per_job = (pods / jobs_n).max(1);
+    let pods = per_job * jobs_n;
     let requests_before = total_requests(&sim);
     let cpu_before = cpu_seconds();
     let started = Instant::now();
-    jobs.create(&PostParams::default(), &job).await?;
+    for i in 0..jobs_n {
+        let job: Job = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": format!("throughput-{i}")},
+            "spec": {"completions": per_job, "parallelism": parallelism.min(per_job),
+                     "template": {"metadata": {"annotations": {"sim.batchfleet.io/run": "0s"}},
+                                  "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}
+        }))?;
+        jobs.create(&PostParams::default(), &job).await?;
+    }
+    let complete = |j: &Job| {
+        j.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Complete" && c.status == "True"))
+    };
     let mut last_report = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let j = jobs.get("throughput").await?;
-        let st = j.status.clone().unwrap_or_default();
+        let list = jobs.list(&Default::default()).await?;
+        let succeeded: i32 =
+            list.items.iter().map(|j| j.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0)).sum();
         if last_report.elapsed() > Duration::from_secs(2) {
             eprintln!(
-                "  {label}: {}/{pods} succeeded after {:.0}s ({:.0}/s)",
-                st.succeeded.unwrap_or(0),
+                "  {label}: {succeeded}/{pods} succeeded after {:.0}s ({:.0}/s)",
                 started.elapsed().as_secs_f64(),
-                f64::from(st.succeeded.unwrap_or(0)) / started.elapsed().as_secs_f64()
+                f64::from(succeeded) / started.elapsed().as_secs_f64()
             );
             last_report = Instant::now();
         }
-        let done =
-            st.conditions.unwrap_or_default().iter().any(|c| c.type_ == "Complete" && c.status == "True");
-        if done {
+        if list.items.len() == jobs_n as usize && list.items.iter().all(complete) {
             break;
         }
         anyhow::ensure!(
             started.elapsed() < Duration::from_secs(600),
-            "{label}: the Job did not complete in 10 minutes"
+            "{label}: the Jobs did not complete in 10 minutes"
         );
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -203,17 +221,27 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
     }
     let mut runs = Vec::new();
     if !args.core_only {
-        eprintln!("end to end, unthrottled: {} pods, parallelism {}", args.pods, args.parallelism);
+        eprintln!(
+            "end to end, unthrottled: {} pods in {} Jobs, parallelism {}",
+            args.pods, args.jobs, args.parallelism
+        );
         runs.push(
-            end_to_end("unthrottled", args.pods, args.parallelism, RateLimit { qps: 0.0, burst: 1 })
-                .await
-                .context("unthrottled run")?,
+            end_to_end(
+                "unthrottled",
+                args.pods,
+                args.jobs,
+                args.parallelism,
+                RateLimit { qps: 0.0, burst: 1 },
+            )
+            .await
+            .context("unthrottled run")?,
         );
         eprintln!("end to end, QPS 20 burst 30: {} pods", args.throttled_pods);
         runs.push(
             end_to_end(
                 "QPS 20, burst 30",
                 args.throttled_pods,
+                1,
                 args.parallelism.min(args.throttled_pods),
                 RateLimit { qps: 20.0, burst: 30 },
             )

@@ -8,6 +8,7 @@ use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
 use clap::{Parser, Subcommand};
 
+mod bench_cron;
 mod bench_jobs;
 mod bench_sim;
 mod plot;
@@ -30,6 +31,8 @@ enum Command {
     BenchSim(bench_sim::BenchArgs),
     /// Benchmark the Job controller: its decision core, and pod lifecycles/s end to end.
     BenchJobs(bench_jobs::BenchJobsArgs),
+    /// Benchmark CronJob creation skew and TTL-after-finished deletion lag.
+    BenchCron(bench_cron::BenchCronArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         }
     };
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,hyper=warn".into()),
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
             Command::Up(args) => run_sim(args, true).await,
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
+            Command::BenchCron(args) => bench_cron::run(args).await,
         }
     });
     match result {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use batchfleet_sim::SimCluster;
 use batchfleet_worker::client::RateLimit;
 use batchfleet_worker::standalone::{self, WorkerOptions};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -52,6 +52,10 @@ fn demo_jobs() -> anyhow::Result<Vec<(Job, &'static str)>> {
                 json!({"sim.batchfleet.io/run": "1s", "sim.batchfleet.io/exit-code": "3"}),
             )?,
             "always exits 3: Failed, BackoffLimitExceeded",
+        ),
+        (
+            demo_job("tidy", json!({"ttlSecondsAfterFinished": 10}), json!({"sim.batchfleet.io/run": "1s"}))?,
+            "ttlSecondsAfterFinished 10: deleted with its pod 10s after it completes",
         ),
         (
             demo_job(
@@ -112,7 +116,15 @@ pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Resu
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(e).context("creating the demo namespace"),
     }
-    let jobs: Api<Job> = Api::namespaced(client, NAMESPACE);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NAMESPACE);
+    let cronjobs: Api<CronJob> = Api::namespaced(client, NAMESPACE);
+    let ticker: CronJob = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "ticker", "namespace": NAMESPACE},
+        "spec": {"schedule": "@every 20s", "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 2,
+                 "jobTemplate": {"spec": {"ttlSecondsAfterFinished": 300, "template": {
+                     "metadata": {"annotations": {"sim.batchfleet.io/run": "5s"}},
+                     "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}}}}}
+    }))?;
     println!();
     println!("demo Jobs in namespace {NAMESPACE}:");
     for (job, what) in demo_jobs()? {
@@ -124,10 +136,18 @@ pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Resu
         }
         println!("  {name:<8} {what}");
     }
+    match cronjobs.create(&PostParams::default(), &ticker).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(e).context("creating CronJob ticker"),
+    }
+    println!(
+        "  ticker   CronJob @every 20s, Forbid, keeps the 2 newest successful Jobs; Job names carry the\n           scheduled minute, as upstream's do, so it starts at most one Job a minute"
+    );
     println!();
     println!("watch them with:");
     println!("  export KUBECONFIG={}", kubeconfig.display());
-    println!("  .tools/bin/kubectl -n {NAMESPACE} get jobs,pods -w");
+    println!("  .tools/bin/kubectl -n {NAMESPACE} get cronjobs,jobs,pods -w");
     println!("  .tools/bin/kubectl -n {NAMESPACE} describe job flaky");
     println!();
     let mut tick = tokio::time::interval(Duration::from_secs(2));
@@ -135,7 +155,9 @@ pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Resu
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                let list = jobs.list(&Default::default()).await.context("listing the demo Jobs")?;
+                let mut list = jobs.list(&Default::default()).await.context("listing the demo Jobs")?;
+                // The CronJob's runs come and go; the report follows the fixed demo Jobs.
+                list.items.retain(|j| j.metadata.owner_references.is_none());
                 if !reported_done {
                     for j in &list.items {
                         println!("{}", summary(j));

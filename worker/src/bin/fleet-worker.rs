@@ -68,6 +68,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )

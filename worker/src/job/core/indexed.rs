@@ -554,7 +554,7 @@ mod tests {
             let (_, succeeded) = calculate_succeeded_indexes("", i64::from(completions), &facts);
             let got =
                 pods_with_delayed_deletion_per_index(&facts, i64::from(completions), &succeeded, &failed);
-            let mut uids: Vec<&str> = got.values().map(|&i| facts[i].uid.as_str()).collect();
+            let mut uids: Vec<&str> = got.values().map(|&i| facts[i].uid()).collect();
             uids.sort_unstable();
             assert_eq!(uids, want, "{name}");
         }

@@ -100,12 +100,12 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
     let counts_for_job = |p: &PodFacts| !view.indexed || p.index.is_some_and(|ix| ix < completions);
     let new_succeeded: Vec<&PodFacts> = facts
         .iter()
-        .filter(|p| p.tracked() && !uncounted_succeeded.contains(&p.uid) && counts_for_job(p))
+        .filter(|p| p.tracked() && !uncounted_succeeded.contains(p.uid()) && counts_for_job(p))
         .filter(|p| p.phase == Phase::Succeeded)
         .collect();
     let new_failed: Vec<&PodFacts> = facts
         .iter()
-        .filter(|p| p.tracked() && !uncounted_failed.contains(&p.uid) && counts_for_job(p))
+        .filter(|p| p.tracked() && !uncounted_failed.contains(p.uid()) && counts_for_job(p))
         .filter(|p| p.failed)
         .collect();
     let mut succeeded =

@@ -190,7 +190,7 @@ pub(super) fn track(t: TrackInput<'_>) -> StatusPlan {
     if job.indexed {
         order.sort_by_key(|&i| facts[i].index.unwrap_or(-1));
     }
-    let tracked: HashSet<&str> = facts.iter().filter(|p| p.tracked()).map(|p| p.uid.as_str()).collect();
+    let tracked: HashSet<&str> = facts.iter().filter(|p| p.tracked()).map(|p| p.uid()).collect();
     let mut old = Counters::of(&st);
     let mut needs_flush = t.needs_flush;
     if clean_uncounted(&mut st, &tracked) {
@@ -219,7 +219,7 @@ pub(super) fn track(t: TrackInput<'_>) -> StatusPlan {
             continue;
         }
         to_remove.push(i);
-        if p.phase == Phase::Succeeded && !t.uncounted_failed.contains(&p.uid) {
+        if p.phase == Phase::Succeeded && !t.uncounted_failed.contains(p.uid()) {
             if job.indexed {
                 if let Some(ix) = in_range(p)
                     && !t.prev_succeeded_indexes.has(ix)
@@ -227,12 +227,12 @@ pub(super) fn track(t: TrackInput<'_>) -> StatusPlan {
                     new_succeeded_indexes.push(ix);
                     needs_flush = true;
                 }
-            } else if !t.uncounted_succeeded.contains(&p.uid) {
+            } else if !t.uncounted_succeeded.contains(p.uid()) {
                 needs_flush = true;
-                st.uncounted_succeeded.push(p.uid.clone());
+                st.uncounted_succeeded.push(p.uid().to_string());
             }
         } else if (p.failed || finished_is_failure)
-            && !t.uncounted_failed.contains(&p.uid)
+            && !t.uncounted_failed.contains(p.uid())
             && (!job.indexed || in_range(p).is_some())
         {
             if job.has_pod_failure_policy {
@@ -241,11 +241,11 @@ pub(super) fn track(t: TrackInput<'_>) -> StatusPlan {
                 }
                 if p.pfp.count_failed {
                     needs_flush = true;
-                    st.uncounted_failed.push(p.uid.clone());
+                    st.uncounted_failed.push(p.uid().to_string());
                 }
             } else {
                 needs_flush = true;
-                st.uncounted_failed.push(p.uid.clone());
+                st.uncounted_failed.push(p.uid().to_string());
             }
         }
         if new_succeeded_indexes.len() + st.uncounted_succeeded.len() + st.uncounted_failed.len()

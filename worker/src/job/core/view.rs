@@ -136,9 +136,9 @@ pub(super) fn has_tracking_finalizer(pod: &Pod) -> bool {
 /// What the decision needs to know about one pod, computed once.
 #[derive(Clone, Debug)]
 pub(super) struct PodFacts {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
+    /// The pod itself, shared with the cache: its name, namespace and uid are read from it
+    /// rather than copied for every pod of every sync.
+    pub pod: Arc<Pod>,
     pub phase: Phase,
     pub deleting: bool,
     pub has_finalizer: bool,
@@ -159,6 +159,15 @@ pub(super) struct PodFacts {
 }
 
 impl PodFacts {
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or("")
+    }
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("")
+    }
+    pub fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or("")
+    }
     pub fn terminal(&self) -> bool {
         matches!(self.phase, Phase::Succeeded | Phase::Failed)
     }
@@ -178,7 +187,11 @@ impl PodFacts {
         i64::from(self.failure_count) + i64::from(self.ignored_failure_count)
     }
     pub fn pod_ref(&self) -> PodRef {
-        PodRef { namespace: self.namespace.clone(), name: self.name.clone(), uid: self.uid.clone() }
+        PodRef {
+            namespace: self.namespace().to_string(),
+            name: self.name().to_string(),
+            uid: self.uid().to_string(),
+        }
     }
 }
 
@@ -191,7 +204,7 @@ pub(super) fn pod_facts(
         .map(|pod| {
             let phase = phase_of(pod);
             let deleting = pod.metadata.deletion_timestamp.is_some();
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let uid = pod.metadata.uid.as_deref().unwrap_or("");
             let failed = phase == Phase::Failed
                 || (!view.only_replace_failed && deleting && phase != Phase::Succeeded);
             let annotations = pod.metadata.annotations.as_ref();
@@ -207,10 +220,8 @@ pub(super) fn pod_facts(
                 0
             };
             PodFacts {
-                name: pod.metadata.name.clone().unwrap_or_default(),
-                namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-                expected_rm: expected_rm.contains(&uid),
-                uid,
+                pod: pod.clone(),
+                expected_rm: expected_rm.contains(uid),
                 phase,
                 deleting,
                 has_finalizer: has_tracking_finalizer(pod),

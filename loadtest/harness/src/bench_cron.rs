@@ -1,0 +1,236 @@
+//! `loadtest bench-cron`: (1) CronJob creation skew with many every-minute CronJobs across many
+//! namespaces on one worker; (2) TTL-after-finished deletion lag when many finished Jobs expire
+//! at once. The sim cluster and a standalone worker run in this process.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::standalone::{self, WorkerOptions};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchCronArgs {
+    /// Every-minute CronJobs.
+    #[arg(long, default_value_t = 10_000)]
+    pub cronjobs: usize,
+    /// Namespaces they spread over.
+    #[arg(long, default_value_t = 500)]
+    pub namespaces: usize,
+    /// Schedule ticks to measure.
+    #[arg(long, default_value_t = 2)]
+    pub ticks: usize,
+    /// Finished Jobs that expire at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub ttl_jobs: usize,
+    /// Skip the CronJob part.
+    #[arg(long)]
+    pub ttl_only: bool,
+    /// Skip the TTL part.
+    #[arg(long)]
+    pub cron_only: bool,
+}
+
+async fn start(label: &str) -> anyhow::Result<(SimCluster, standalone::Worker, kube::Client)> {
+    let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await?;
+    let config = kube::Config::new(sim.url().parse()?);
+    let worker_client =
+        batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 0.0, burst: 1 })?;
+    let opts = WorkerOptions {
+        metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        worker_id: label.into(),
+        concurrent_cron_job_syncs: 20,
+        concurrent_ttl_syncs: 20,
+        ..WorkerOptions::default()
+    };
+    let worker = standalone::start_with_client(worker_client, opts).await?;
+    Ok((sim, worker, kube::Client::try_from(config)?))
+}
+
+async fn create_all<F, Fut>(n: usize, label: &str, f: F) -> anyhow::Result<()>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let started = Instant::now();
+    futures::stream::iter(0..n).map(&f).buffer_unordered(64).try_collect::<Vec<()>>().await?;
+    eprintln!("  created {n} {label} in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
+struct Skew {
+    jobs: usize,
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
+    let (_sim, _worker, client) = start("bench-cron").await?;
+    let nss: Api<Namespace> = Api::all(client.clone());
+    create_all(args.namespaces, "namespaces", |i| {
+        let nss = nss.clone();
+        async move {
+            let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": format!("cron-{i}")}}))?;
+            nss.create(&PostParams::default(), &ns).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    // Suspended Jobs: the measurement is the CronJob controller's, not the pods'.
+    create_all(args.cronjobs, "CronJobs", |i| {
+        let api: Api<CronJob> = Api::namespaced(client.clone(), &format!("cron-{}", i % args.namespaces));
+        async move {
+            let cj: CronJob = serde_json::from_value(json!({
+                "metadata": {"name": format!("every-minute-{i}")},
+                "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"suspend": true, "template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}}
+            }))?;
+            api.create(&PostParams::default(), &cj).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    // Skew: when the Job reaches a watcher, against the scheduled minute it carries.
+    let jobs: Api<Job> = Api::all(client.clone());
+    let mut skews = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let want = args.cronjobs * args.ticks;
+    let deadline = Instant::now() + Duration::from_secs(60 * (args.ticks as u64 + 2));
+    let mut stream = watcher(jobs, watcher::Config::default()).boxed();
+    eprintln!("  waiting for {} schedule ticks ({want} Jobs)", args.ticks);
+    let mut last_report = Instant::now();
+    while skews.len() < want {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        anyhow::ensure!(!remaining.is_zero(), "only {} of {want} Jobs appeared in time", skews.len());
+        let Ok(Some(event)) = tokio::time::timeout(remaining, stream.next()).await else { continue };
+        if let Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) = event
+            && seen.insert(job.metadata.uid.clone().unwrap_or_default())
+            && let Some(stamp) = job
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("batch.kubernetes.io/cronjob-scheduled-timestamp"))
+            && let Ok(scheduled) = stamp.parse::<jiff::Timestamp>()
+        {
+            let skew = jiff::Timestamp::now().duration_since(scheduled).as_secs_f64();
+            skews.push(skew);
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            eprintln!("  {} of {want} Jobs seen", skews.len());
+            last_report = Instant::now();
+        }
+    }
+    skews.sort_by(f64::total_cmp);
+    Ok(Skew {
+        jobs: skews.len(),
+        p50: percentile(&skews, 0.5),
+        p99: percentile(&skews, 0.99),
+        max: *skews.last().unwrap_or(&0.0),
+    })
+}
+
+struct Lag {
+    jobs: usize,
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+async fn ttl_lag(args: &BenchCronArgs) -> anyhow::Result<Lag> {
+    let (_sim, _worker, client) = start("bench-ttl").await?;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let ttl = 30;
+    let finished_at = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())?;
+    let expire_at = finished_at + jiff::SignedDuration::from_secs(ttl);
+    // Managed by someone else, so the Job controller leaves them alone; finished through /status.
+    create_all(args.ttl_jobs, "finished Jobs", |i| {
+        let jobs = jobs.clone();
+        async move {
+            let name = format!("done-{i}");
+            let job: Job = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {"managedBy": "bench.batchfleet.io/none", "ttlSecondsAfterFinished": ttl,
+                         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}
+            }))?;
+            jobs.create(&PostParams::default(), &job).await?;
+            let t = finished_at.to_string();
+            let cond = |kind: &str| json!({"type": kind, "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t});
+            let status = json!({"status": {"startTime": t, "completionTime": t, "succeeded": 1,
+                "conditions": [cond("SuccessCriteriaMet"), cond("Complete")]}});
+            jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    anyhow::ensure!(jiff::Timestamp::now() < expire_at, "creating the Jobs took longer than their TTL");
+    let mut deleted_at: HashMap<String, jiff::Timestamp> = HashMap::new();
+    let mut stream = watcher(jobs.clone(), watcher::Config::default()).boxed();
+    let deadline = Instant::now() + Duration::from_secs(ttl as u64 + 300);
+    let mut last_report = Instant::now();
+    while deleted_at.len() < args.ttl_jobs {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        anyhow::ensure!(
+            !remaining.is_zero(),
+            "only {} of {} Jobs were deleted in time",
+            deleted_at.len(),
+            args.ttl_jobs
+        );
+        let Ok(Some(event)) = tokio::time::timeout(remaining, stream.next()).await else { continue };
+        if let Ok(watcher::Event::Delete(job)) = event {
+            deleted_at.insert(job.metadata.name.unwrap_or_default(), jiff::Timestamp::now());
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            eprintln!("  {} of {} Jobs deleted", deleted_at.len(), args.ttl_jobs);
+            last_report = Instant::now();
+        }
+    }
+    let mut lags: Vec<f64> = deleted_at.values().map(|t| t.duration_since(expire_at).as_secs_f64()).collect();
+    lags.sort_by(f64::total_cmp);
+    Ok(Lag {
+        jobs: lags.len(),
+        p50: percentile(&lags, 0.5),
+        p99: percentile(&lags, 0.99),
+        max: *lags.last().unwrap_or(&0.0),
+    })
+}
+
+pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
+    let skew = if args.ttl_only { None } else { Some(cron_skew(&args).await.context("CronJob skew")?) };
+    let lag = if args.cron_only { None } else { Some(ttl_lag(&args).await.context("TTL lag")?) };
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    println!(
+        "## CronJob and TTL benchmark ({cpus} CPUs; sim and one standalone worker in one process, unthrottled client)"
+    );
+    println!();
+    println!("| measure | n | p50 | p99 | max |");
+    println!("|---|---|---|---|---|");
+    if let Some(s) = skew {
+        println!(
+            "| Job creation skew, {} every-minute CronJobs in {} namespaces, {} ticks | {} | {:.3} s | {:.3} s | {:.3} s |",
+            args.cronjobs, args.namespaces, args.ticks, s.jobs, s.p50, s.p99, s.max
+        );
+    }
+    if let Some(l) = lag {
+        println!(
+            "| TTL deletion lag after expiry, {} Jobs expiring at once | {} | {:.3} s | {:.3} s | {:.3} s |",
+            args.ttl_jobs, l.jobs, l.p50, l.p99, l.max
+        );
+    }
+    Ok(())
+}
