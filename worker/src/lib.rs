@@ -6,6 +6,7 @@ pub mod client;
 pub mod clock;
 pub mod cronjob;
 pub mod events;
+pub mod informer;
 pub mod job;
 pub mod runtime;
 pub mod serve_metrics;

@@ -35,6 +35,49 @@ pub struct WorkerOptions {
     pub job_timing: JobTiming,
     /// The CronJob controller's clock (tests speed it up).
     pub clock: Arc<dyn Clock>,
+    /// Which controllers run.
+    pub controllers: Controllers,
+}
+
+/// The controllers a worker runs, like kube-controller-manager's `--controllers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Controllers {
+    pub job: bool,
+    pub cronjob: bool,
+    pub ttl_after_finished: bool,
+}
+
+impl Default for Controllers {
+    fn default() -> Self {
+        Self { job: true, cronjob: true, ttl_after_finished: true }
+    }
+}
+
+impl std::str::FromStr for Controllers {
+    type Err = String;
+
+    /// `job,cronjob,ttl-after-finished`; `*` for all, `-name` to disable one.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut c = Controllers { job: false, cronjob: false, ttl_after_finished: false };
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (on, name) = match item.strip_prefix('-') {
+                Some(n) => (false, n),
+                None => (true, item),
+            };
+            match name {
+                "*" => c = Controllers { job: on, cronjob: on, ttl_after_finished: on },
+                "job" => c.job = on,
+                "cronjob" => c.cronjob = on,
+                "ttl-after-finished" => c.ttl_after_finished = on,
+                other => {
+                    return Err(format!(
+                        "unknown controller {other:?}: expected job, cronjob, ttl-after-finished or *"
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// The Job controller's delays: pod-failure back-off (10s doubling to 10min) and the pod-event
@@ -70,6 +113,7 @@ impl Default for WorkerOptions {
             worker_id: "fleet-worker".to_string(),
             job_timing: JobTiming::default(),
             clock: Arc::new(SystemClock),
+            controllers: Controllers::default(),
         }
     }
 }
@@ -135,7 +179,8 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         owns.clone(),
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
-    let ttl = TtlController::new(client, &registry, ttl_queue, owns)?;
+    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, owns)?;
+    let mut job_handlers: Vec<Arc<dyn crate::informer::JobHandler>> = Vec::new();
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
@@ -143,9 +188,36 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     tasks.spawn(serve);
     tasks.spawn(record_events);
     tasks.spawn(record_cron_events);
-    tasks.spawn(jobs.run(opts.concurrent_job_syncs));
-    tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
-    tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
+    if opts.controllers.job {
+        job_handlers.push(jobs.clone());
+        tasks.spawn(jobs.run(opts.concurrent_job_syncs));
+    }
+    if opts.controllers.cronjob {
+        job_handlers.push(cronjobs.clone());
+        tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
+    }
+    if opts.controllers.ttl_after_finished {
+        job_handlers.push(ttl.clone());
+        tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
+    }
+    tasks.spawn(crate::informer::run_job_informer(client, job_handlers));
     tracing::info!(%metrics_addr, managed_by = %opts.job_managed_by, "standalone worker running every shard");
     Ok(Worker { metrics_addr, tasks })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controllers_flag_parses_like_kube_controller_managers() {
+        let all = Controllers::default();
+        assert_eq!("*".parse::<Controllers>().unwrap(), all);
+        assert_eq!(
+            "job".parse::<Controllers>().unwrap(),
+            Controllers { job: true, cronjob: false, ttl_after_finished: false }
+        );
+        assert_eq!("*,-cronjob".parse::<Controllers>().unwrap(), Controllers { cronjob: false, ..all });
+        assert!("job,podgc".parse::<Controllers>().is_err());
+    }
 }

@@ -37,9 +37,18 @@ pub struct BenchCronArgs {
     /// Skip the TTL part.
     #[arg(long)]
     pub cron_only: bool,
+    /// Controllers the worker runs (as fleet-worker --controllers).
+    #[arg(long, default_value = "*")]
+    pub controllers: String,
+    /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs).
+    #[arg(long, default_value_t = 50)]
+    pub concurrency: usize,
 }
 
-async fn start(label: &str) -> anyhow::Result<(SimCluster, standalone::Worker, kube::Client)> {
+async fn start(
+    label: &str,
+    args: &BenchCronArgs,
+) -> anyhow::Result<(SimCluster, standalone::Worker, kube::Client)> {
     let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await?;
     let config = kube::Config::new(sim.url().parse()?);
     let worker_client =
@@ -47,7 +56,8 @@ async fn start(label: &str) -> anyhow::Result<(SimCluster, standalone::Worker, k
     let opts = WorkerOptions {
         metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         worker_id: label.into(),
-        concurrent_cron_job_syncs: 20,
+        concurrent_cron_job_syncs: args.concurrency,
+        controllers: args.controllers.parse().map_err(|e: String| anyhow::anyhow!(e))?,
         concurrent_ttl_syncs: 20,
         ..WorkerOptions::default()
     };
@@ -81,7 +91,7 @@ struct Skew {
 }
 
 async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
-    let (_sim, _worker, client) = start("bench-cron").await?;
+    let (_sim, _worker, client) = start("bench-cron", args).await?;
     let nss: Api<Namespace> = Api::all(client.clone());
     create_all(args.namespaces, "namespaces", |i| {
         let nss = nss.clone();
@@ -153,7 +163,7 @@ struct Lag {
 }
 
 async fn ttl_lag(args: &BenchCronArgs) -> anyhow::Result<Lag> {
-    let (_sim, _worker, client) = start("bench-ttl").await?;
+    let (_sim, _worker, client) = start("bench-ttl", args).await?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let ttl = 30;
     let finished_at = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())?;
@@ -215,7 +225,8 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
     let lag = if args.cron_only { None } else { Some(ttl_lag(&args).await.context("TTL lag")?) };
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     println!(
-        "## CronJob and TTL benchmark ({cpus} CPUs; sim and one standalone worker in one process, unthrottled client)"
+        "## CronJob and TTL benchmark ({cpus} CPUs; sim and one standalone worker in one process, unthrottled client, controllers {:?}, {} CronJob syncs)",
+        args.controllers, args.concurrency
     );
     println!();
     println!("| measure | n | p50 | p99 | max |");

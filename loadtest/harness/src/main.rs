@@ -8,6 +8,11 @@ use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
 use clap::{Parser, Subcommand};
 
+/// The allocator the fleet's binaries use: glibc's malloc contends across threads under the
+/// sim's and workers' allocation-heavy JSON work.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench_cron;
 mod bench_jobs;
 mod bench_sim;

@@ -8,6 +8,10 @@ use batchfleet_worker::client::RateLimit;
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use clap::Parser;
 
+/// glibc's malloc contends across threads under the worker's allocation-heavy JSON work.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Stateless batchfleet worker: reconciles Jobs, CronJobs and TTLs for the shards it owns.
 #[derive(Parser, Debug)]
 #[command(version)]
@@ -38,6 +42,10 @@ struct Args {
     /// kube-controller-manager and move namespaces over one by one.
     #[arg(long, env = "FLEET_JOB_MANAGED_BY", default_value = "kubernetes.io/job-controller")]
     job_managed_by: String,
+    /// Controllers to run: job, cronjob, ttl-after-finished; `*` for all, `-name` to leave one
+    /// to kube-controller-manager.
+    #[arg(long, default_value = "*")]
+    controllers: String,
     /// Where to serve /metrics and /healthz.
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -67,6 +75,13 @@ fn main() -> ExitCode {
         eprintln!("fleet-worker: the --concurrent-* flags must be at least 1 and --kube-api-qps at least 0");
         return ExitCode::from(2);
     }
+    let controllers = match args.controllers.parse() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fleet-worker: --controllers: {e}");
+            return ExitCode::from(2);
+        }
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -86,6 +101,7 @@ fn main() -> ExitCode {
         job_managed_by: args.job_managed_by,
         metrics_addr: args.metrics_addr,
         worker_id,
+        controllers,
         ..WorkerOptions::default()
     };
     let runtime = match tokio::runtime::Runtime::new() {

@@ -31,6 +31,8 @@ pub struct CronJobController {
     local_zone: jiff::tz::TimeZone,
     clock: Arc<dyn Clock>,
     owns: Owns,
+    /// (CronJobs listed, Jobs listed): workers start once both are.
+    synced: tokio::sync::watch::Sender<(bool, bool)>,
 }
 
 fn api_error(e: kube::Error) -> ApiError {
@@ -75,18 +77,18 @@ impl CronJobController {
             local_zone,
             clock,
             owns,
+            synced: tokio::sync::watch::channel((false, false)).0,
         }))
     }
 
+    /// Runs the CronJob watch and `workers` concurrent syncs; Jobs arrive through
+    /// [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let (synced_tx, synced) = tokio::sync::watch::channel((false, false));
-        let synced_tx = Arc::new(synced_tx);
-        tasks.spawn(self.clone().watch_cronjobs(synced_tx.clone()));
-        tasks.spawn(self.clone().watch_jobs(synced_tx));
+        tasks.spawn(self.clone().watch_cronjobs());
         for _ in 0..workers.max(1) {
             let this = self.clone();
-            let mut synced = synced.clone();
+            let mut synced = self.synced.subscribe();
             tasks.spawn(async move {
                 let _ = synced.wait_for(|(a, b)| *a && *b).await;
                 this.worker().await;
@@ -104,7 +106,7 @@ impl CronJobController {
         self.clock.now().to_zoned(self.local_zone.clone())
     }
 
-    async fn watch_cronjobs(self: Arc<Self>, synced: Arc<tokio::sync::watch::Sender<(bool, bool)>>) {
+    async fn watch_cronjobs(self: Arc<Self>) {
         let api: Api<CronJob> = Api::all(self.client.clone());
         let mut stream = watcher(api, watcher::Config::default()).boxed();
         let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
@@ -141,64 +143,10 @@ impl CronJobController {
                     if let Some(s) = seen.take() {
                         self.cronjobs.write().retain(|k, _| s.contains(k));
                     }
-                    synced.send_modify(|s| s.0 = true);
+                    self.synced.send_modify(|s| s.0 = true);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "CronJob watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
-    }
-
-    async fn watch_jobs(self: Arc<Self>, synced: Arc<tokio::sync::watch::Sender<(bool, bool)>>) {
-        let api: Api<Job> = Api::all(self.client.clone());
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-                    let key = ObjectKey::of(&job.metadata);
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(key.clone());
-                    }
-                    if !(self.owns)(&key.namespace) {
-                        continue;
-                    }
-                    let old = self
-                        .jobs
-                        .write()
-                        .entry(key.namespace.clone())
-                        .or_default()
-                        .insert(key.name.clone(), Arc::new(job.clone()));
-                    let owners = match &old {
-                        None => core::cronjob_for_job_event(&job).into_iter().collect(),
-                        Some(old) => core::cronjobs_for_job_update(old, &job),
-                    };
-                    for o in owners {
-                        self.queue.add(ObjectKey::new(o.namespace, o.name));
-                    }
-                }
-                Ok(watcher::Event::Delete(job)) => {
-                    let key = ObjectKey::of(&job.metadata);
-                    if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
-                        ns.remove(&key.name);
-                    }
-                    if let Some(o) = core::cronjob_for_job_event(&job) {
-                        self.queue.add(ObjectKey::new(o.namespace, o.name));
-                    }
-                }
-                Ok(watcher::Event::Init) => seen = Some(Default::default()),
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        for (ns, jobs) in self.jobs.write().iter_mut() {
-                            jobs.retain(|name, _| s.contains(&ObjectKey::new(ns.clone(), name.clone())));
-                        }
-                    }
-                    synced.send_modify(|s| s.1 = true);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "CronJob controller's Job watch failed; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
@@ -288,5 +236,36 @@ impl CronJobController {
                 }
             };
         }
+    }
+}
+
+impl crate::informer::JobHandler for CronJobController {
+    fn job_applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
+        let key = ObjectKey::of(&job.metadata);
+        if !(self.owns)(&key.namespace) {
+            return;
+        }
+        self.jobs.write().entry(key.namespace.clone()).or_default().insert(key.name.clone(), job.clone());
+        let owners = match old {
+            None => core::cronjob_for_job_event(job).into_iter().collect(),
+            Some(old) => core::cronjobs_for_job_update(old, job),
+        };
+        for o in owners {
+            self.queue.add(ObjectKey::new(o.namespace, o.name));
+        }
+    }
+
+    fn job_deleted(&self, job: &Arc<Job>) {
+        let key = ObjectKey::of(&job.metadata);
+        if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
+            ns.remove(&key.name);
+        }
+        if let Some(o) = core::cronjob_for_job_event(job) {
+            self.queue.add(ObjectKey::new(o.namespace, o.name));
+        }
+    }
+
+    fn jobs_synced(&self) {
+        self.synced.send_modify(|s| s.1 = true);
     }
 }

@@ -71,11 +71,11 @@ impl Cache {
     }
 
     /// Stores a Job; returns the previous version.
-    pub fn put_job(&self, job: Job) -> Option<Arc<Job>> {
+    pub fn put_job(&self, job: Arc<Job>) -> Option<Arc<Job>> {
         let key = ObjectKey::of(&job.metadata);
         let uid = job.metadata.uid.clone().unwrap_or_default();
         let mut jobs = self.jobs.write();
-        let old = jobs.by_key.insert(key.clone(), Arc::new(job));
+        let old = jobs.by_key.insert(key.clone(), job);
         // A Job deleted and re-created under the same name has a new uid.
         if let Some(old_uid) = old.as_ref().and_then(|o| o.metadata.uid.clone())
             && old_uid != uid
@@ -172,7 +172,7 @@ mod tests {
         let job: Job =
             serde_json::from_value(json!({"metadata": {"name": "j", "namespace": "ns", "uid": "u1"}}))
                 .unwrap();
-        c.put_job(job);
+        c.put_job(Arc::new(job));
         assert!(c.job_by_uid("u1").is_some());
         c.remove_job(&ObjectKey::new("ns", "j"));
         assert!(c.job_by_uid("u1").is_none());

@@ -77,10 +77,10 @@ impl JobController {
         })
     }
 
-    /// Runs the watches and `workers` concurrent syncs until the task is dropped.
+    /// Runs the pod watch and `workers` concurrent syncs until the task is dropped; Jobs arrive
+    /// through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        tasks.spawn(self.clone().watch_jobs());
         tasks.spawn(self.clone().watch_pods());
         for _ in 0..workers.max(1) {
             tasks.spawn(self.clone().sync_worker());
@@ -106,37 +106,6 @@ impl JobController {
     }
 
     // ---- informers -------------------------------------------------------------------------
-
-    async fn watch_jobs(self: Arc<Self>) {
-        let api: Api<Job> = Api::all(self.client.clone());
-        let mut seen = None::<std::collections::HashSet<ObjectKey>>;
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(ObjectKey::of(&job.metadata));
-                    }
-                    self.on_job(job);
-                }
-                Ok(watcher::Event::Delete(job)) => self.on_job_deleted(&ObjectKey::of(&job.metadata)),
-                Ok(watcher::Event::Init) => seen = Some(Default::default()),
-                Ok(watcher::Event::InitDone) => {
-                    // Jobs deleted while the watch was down.
-                    if let Some(s) = seen.take() {
-                        for key in self.cache.job_keys().difference(&s) {
-                            self.on_job_deleted(key);
-                        }
-                    }
-                    self.synced.send_modify(|s| s.0 = true);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "Job watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
-    }
 
     async fn watch_pods(self: Arc<Self>) {
         let api: Api<Pod> = Api::all(self.client.clone());
@@ -168,13 +137,13 @@ impl JobController {
         }
     }
 
-    fn on_job(&self, job: Job) {
+    fn on_job(&self, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
         if !(self.owns)(&key.namespace) {
             self.cache.remove_job(&key);
             return;
         }
-        let old = self.cache.put_job(job);
+        let old = self.cache.put_job(job.clone());
         // Spec changes are synced at once; status-only updates (our own writes) need no sync
         // unless the Job is new to this worker.
         let new = self.cache.job(&key);
@@ -407,7 +376,7 @@ impl JobController {
         let written =
             api.replace_status(&name, &PostParams::default(), &updated).await.map_err(SyncFailure::Api)?;
         // Our own write: keep the cache ahead of the watch so the next sync builds on it.
-        self.cache.put_job(written.clone());
+        self.cache.put_job(Arc::new(written.clone()));
         Ok(written)
     }
 
@@ -548,4 +517,18 @@ enum SyncFailure {
     Api(kube::Error),
     #[error("{0}")]
     Plan(String),
+}
+
+impl crate::informer::JobHandler for JobController {
+    fn job_applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
+        self.on_job(job);
+    }
+
+    fn job_deleted(&self, job: &Arc<Job>) {
+        self.on_job_deleted(&ObjectKey::of(&job.metadata));
+    }
+
+    fn jobs_synced(&self) {
+        self.synced.send_modify(|s| s.0 = true);
+    }
 }

@@ -6,10 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
-use kube::runtime::watcher;
 use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
@@ -24,6 +22,7 @@ pub struct TtlController {
     queue: WorkQueue<ObjectKey>,
     deletion_duration: Histogram,
     owns: crate::job::controller::Owns,
+    synced: tokio::sync::watch::Sender<bool>,
 }
 
 impl TtlController {
@@ -42,60 +41,28 @@ impl TtlController {
             .buckets(DELETION_DURATION_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(deletion_duration.clone()))?;
-        Ok(Arc::new(Self { client, jobs: RwLock::new(HashMap::new()), queue, deletion_duration, owns }))
+        Ok(Arc::new(Self {
+            client,
+            jobs: RwLock::new(HashMap::new()),
+            queue,
+            deletion_duration,
+            owns,
+            synced: tokio::sync::watch::channel(false).0,
+        }))
     }
 
+    /// Runs `workers` concurrent cleanups; Jobs arrive through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let (synced_tx, synced) = tokio::sync::watch::channel(false);
-        tasks.spawn(self.clone().watch_jobs(synced_tx));
         for _ in 0..workers.max(1) {
             let this = self.clone();
-            let mut synced = synced.clone();
+            let mut synced = self.synced.subscribe();
             tasks.spawn(async move {
                 let _ = synced.wait_for(|s| *s).await;
                 this.worker().await;
             });
         }
         while tasks.join_next().await.is_some() {}
-    }
-
-    async fn watch_jobs(self: Arc<Self>, synced: tokio::sync::watch::Sender<bool>) {
-        let api: Api<Job> = Api::all(self.client.clone());
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-                    let key = ObjectKey::of(&job.metadata);
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(key.clone());
-                    }
-                    if !(self.owns)(&key.namespace) {
-                        continue;
-                    }
-                    let enqueue = core::needs_cleanup(&job);
-                    self.jobs.write().insert(key.clone(), Arc::new(job));
-                    if enqueue {
-                        self.queue.add(key);
-                    }
-                }
-                Ok(watcher::Event::Delete(job)) => {
-                    self.jobs.write().remove(&ObjectKey::of(&job.metadata));
-                }
-                Ok(watcher::Event::Init) => seen = Some(Default::default()),
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        self.jobs.write().retain(|k, _| s.contains(k));
-                    }
-                    let _ = synced.send(true);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "TTL controller's Job watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
     }
 
     async fn worker(self: Arc<Self>) {
@@ -150,7 +117,12 @@ impl TtlController {
             }),
             ..DeleteParams::default()
         };
-        api.delete(&key.name, &dp).await.map_err(ProcessError::Api)?;
+        match api.delete(&key.name, &dp).await {
+            Ok(_) => {}
+            // Someone else deleted it first: the cleanup is done.
+            Err(e) if api_errors::is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(ProcessError::Api(e)),
+        }
         self.deletion_duration
             .observe(core::deletion_duration_seconds(delete.expired_at, jiff::Timestamp::now()));
         Ok(None)
@@ -163,4 +135,26 @@ enum ProcessError {
     Ttl(#[from] core::TtlError),
     #[error(transparent)]
     Api(kube::Error),
+}
+
+impl crate::informer::JobHandler for TtlController {
+    fn job_applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
+        let key = ObjectKey::of(&job.metadata);
+        if !(self.owns)(&key.namespace) {
+            self.jobs.write().remove(&key);
+            return;
+        }
+        self.jobs.write().insert(key.clone(), job.clone());
+        if core::needs_cleanup(job) {
+            self.queue.add(key);
+        }
+    }
+
+    fn job_deleted(&self, job: &Arc<Job>) {
+        self.jobs.write().remove(&ObjectKey::of(&job.metadata));
+    }
+
+    fn jobs_synced(&self) {
+        self.synced.send_replace(true);
+    }
 }

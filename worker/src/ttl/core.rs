@@ -11,9 +11,9 @@
 //! 4. [`decide`] again on the fresh Job (its TTL may have changed), handled as in step 2, except
 //!    that [`TtlDecision::DeleteNow`] now means: DELETE `fresh.namespace/fresh.name` with
 //!    `propagationPolicy: Foreground` and `preconditions.uid` = the fresh Job's UID.
-//! 5. DELETE error, NotFound and precondition conflicts included → `AddRateLimited` (the retry then
-//!    finds the Job gone or changed); success → observe [`DELETION_DURATION_METRIC`] with
-//!    [`deletion_duration_seconds`] and `Forget`.
+//! 5. DELETE NotFound → done (someone else deleted it); other errors, precondition conflicts
+//!    included → `AddRateLimited` (the retry then finds the Job gone or changed); success → observe
+//!    [`DELETION_DURATION_METRIC`] with [`deletion_duration_seconds`] and `Forget`.
 //!
 //! Only Jobs for which [`needs_cleanup`] holds are enqueued on add and update. A finish time in the
 //! future ([`TimeLeft::finished_in_future`]) is logged as a warning: "Found Job finished in the

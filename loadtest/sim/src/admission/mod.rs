@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::field_error::FieldError;
 
-pub use cron_syntax::{CronSchedule, parse_standard};
+pub use cron_syntax::parse_standard;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
