@@ -327,7 +327,7 @@ impl JobController {
             }
             JobPlan::Sync(plan) => plan,
         };
-        let results = self.run_pod_ops(key, &job, &plan.pod_ops).await;
+        let results = self.run_pod_ops(key, &plan.pod_ops).await;
         let status_plan = plan.after_pod_ops(&results);
         self.publish(&job, status_plan.events.clone());
         status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
@@ -380,7 +380,7 @@ impl JobController {
         Ok(written)
     }
 
-    async fn run_pod_ops(&self, key: &ObjectKey, job: &Job, ops: &PodOps) -> PodOpResults {
+    async fn run_pod_ops(&self, key: &ObjectKey, ops: &PodOps) -> PodOpResults {
         let ns = key.namespace.clone();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         match ops {
@@ -431,7 +431,6 @@ impl JobController {
                 }
                 let skipped = outcomes.iter().filter(|o| matches!(o, CreateOutcome::Skipped)).count();
                 self.creations.lower(key, skipped as i64, 0);
-                let _ = job;
                 PodOpResults::Creates(outcomes)
             }
         }

@@ -137,13 +137,13 @@ impl Kubelet {
             Ok(())
         } else if deleting {
             if self.nodes.confirms_deletions() {
-                self.confirm_deletion(stored, &pod, terminal)
+                self.confirm_deletion(stored, terminal)
             } else {
                 self.unconfirmed.insert((stored.namespace.clone(), stored.name.clone()));
                 Ok(())
             }
         } else if phase == "Pending" && !self.running.contains_key(&stored.uid) {
-            self.start(stored, &pod, &node)
+            self.start(stored, &pod)
         } else {
             Ok(())
         };
@@ -173,7 +173,7 @@ impl Kubelet {
         Ok(())
     }
 
-    fn start(&mut self, stored: &StoredObject, pod: &Value, node: &str) -> Result<(), ApiError> {
+    fn start(&mut self, stored: &StoredObject, pod: &Value) -> Result<(), ApiError> {
         let script = Script::of(pod);
         self.pod_ip = self.pod_ip.wrapping_add(1);
         let ip = format!(
@@ -201,7 +201,6 @@ impl Kubelet {
             });
             Ok(true)
         })?;
-        let _ = node;
         self.running.insert(
             stored.uid.clone(),
             Running { namespace: stored.namespace.clone(), name: stored.name.clone(), run: 1 },
@@ -375,12 +374,7 @@ impl Kubelet {
 
     /// Graceful deletion: the containers are stopped, the pod goes terminal, then the kubelet
     /// deletes it with grace 0 and a uid precondition.
-    fn confirm_deletion(
-        &mut self,
-        stored: &StoredObject,
-        pod: &Value,
-        terminal: bool,
-    ) -> Result<(), ApiError> {
+    fn confirm_deletion(&mut self, stored: &StoredObject, terminal: bool) -> Result<(), ApiError> {
         self.running.remove(&stored.uid);
         if !terminal {
             let now = meta::now_seconds();
@@ -397,7 +391,6 @@ impl Kubelet {
                 Ok(true)
             })?;
         }
-        let _ = pod;
         let opts = DeleteOptions {
             grace_period_seconds: Some(0),
             precondition_uid: Some(stored.uid.to_string()),
