@@ -311,3 +311,34 @@ async fn jobs_managed_by_another_controller_are_skipped() {
     assert!(pods.list(&ListParams::default().labels("job-name=theirs")).await.unwrap().items.is_empty());
     assert!(jobs.get("theirs").await.unwrap().status.unwrap_or_default().conditions.is_none());
 }
+
+/// Expectations: while the worker's watches lag its own writes by 1.5s, it must not create pods
+/// it already created (upstream's ControllerExpectations).
+#[tokio::test]
+async fn a_lagging_cache_never_makes_the_worker_over_create() {
+    let env = common::start().await;
+    env.sim.faults().configure(batchfleet_sim::faults::FaultConfig {
+        watch: batchfleet_sim::faults::WatchFaults { delay_ms: Some(1500), ..Default::default() },
+        ..Default::default()
+    });
+    let jobs = create(
+        &env,
+        common::job(
+            "steady",
+            json!({"parallelism": 3, "completions": 3}),
+            json!({"sim.batchfleet.io/run": "forever"}),
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
+    let mut most = 0;
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(6) {
+        let n = pods.list(&ListParams::default().labels("job-name=steady")).await.unwrap().items.len();
+        most = most.max(n);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(most, 3, "never more pods than parallelism");
+    let job = jobs.get("steady").await.unwrap();
+    assert_eq!(status(&job).active, Some(3));
+}

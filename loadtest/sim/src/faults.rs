@@ -37,6 +37,8 @@ pub struct WatchFaults {
     pub drop_after_events: Option<u64>,
     /// Close each watch after this many seconds.
     pub drop_after_seconds: Option<f64>,
+    /// Hold every batch of events this long before sending it: caches lag the store.
+    pub delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

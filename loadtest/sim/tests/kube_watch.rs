@@ -41,7 +41,7 @@ fn request_count(sim: &batchfleet_sim::SimCluster, verb: &str) -> u64 {
 async fn reflector_recovers_from_expired_history_and_dropped_watches() {
     let sim = common::api_only().await;
     sim.faults().configure(FaultConfig {
-        watch: WatchFaults { drop_after_events: Some(3), drop_after_seconds: Some(0.05) },
+        watch: WatchFaults { drop_after_events: Some(3), drop_after_seconds: Some(0.05), delay_ms: None },
         ..FaultConfig::default()
     });
     let client = common::client(&sim);

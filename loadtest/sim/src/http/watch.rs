@@ -353,6 +353,10 @@ impl Watcher {
         if buf.is_empty() {
             return Ok(());
         }
+        // Read each time, so a delay configured while watches are open applies to them too.
+        if let Some(ms) = self.shared.faults.watch().delay_ms.filter(|ms| *ms > 0) {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         let lines = buf.iter().filter(|b| **b == b'\n').count() as u64;
         let chunk = Bytes::from(std::mem::take(buf));
         self.tx.send(chunk).await.map_err(|_| End::ClientGone)?;
