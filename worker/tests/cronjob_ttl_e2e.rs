@@ -204,11 +204,10 @@ async fn history_limits_keep_the_newest_finished_jobs() {
     };
     // Checked repeatedly: the limits hold while new Jobs keep finishing.
     for _ in 0..5 {
-        assert!(
-            finished(jobs_of(&jobs, "keep2").await, "Complete") <= 2 + 1,
-            "at most the limit, plus one just finished"
-        );
-        assert!(finished(jobs_of(&jobs, "keep1").await, "Failed") <= 1 + 1);
+        // The limit, plus the Jobs that finished since the last sync (one a second here; two
+        // leaves room for a slow machine). Without cleanup there would be one more every second.
+        assert!(finished(jobs_of(&jobs, "keep2").await, "Complete") <= 2 + 2);
+        assert!(finished(jobs_of(&jobs, "keep1").await, "Failed") <= 1 + 2);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
