@@ -40,16 +40,51 @@ pub struct BenchCronArgs {
     /// Controllers the worker runs (as fleet-worker --controllers).
     #[arg(long, default_value = "*")]
     pub controllers: String,
+    /// Run the sim as its own process, and report its CPU and this process's apart.
+    #[arg(long)]
+    pub sim_process: bool,
     /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs).
     #[arg(long, default_value_t = 50)]
     pub concurrency: usize,
 }
 
-async fn start(
-    label: &str,
-    args: &BenchCronArgs,
-) -> anyhow::Result<(SimCluster, standalone::Worker, kube::Client)> {
-    let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await?;
+/// The sim, in this process or as its own (`--sim-process`, so its CPU can be told apart).
+enum Sim {
+    InProcess(SimCluster),
+    Process(crate::bench_sim::SimProcess),
+}
+
+impl Sim {
+    fn url(&self) -> String {
+        match self {
+            Sim::InProcess(s) => s.url(),
+            Sim::Process(p) => p.url.clone(),
+        }
+    }
+
+    /// CPU seconds of the sim process, when it runs apart.
+    fn cpu_seconds(&self) -> Option<f64> {
+        match self {
+            Sim::InProcess(_) => None,
+            Sim::Process(p) => p.cpu_seconds().ok(),
+        }
+    }
+}
+
+fn own_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some((_, rest)) = stat.rsplit_once(") ") else { return 0.0 };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (t(11) + t(12)) / 100.0
+}
+
+async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, standalone::Worker, kube::Client)> {
+    let sim = if args.sim_process {
+        Sim::Process(crate::bench_sim::SimProcess::start().await?)
+    } else {
+        Sim::InProcess(SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await?)
+    };
     let config = kube::Config::new(sim.url().parse()?);
     let worker_client =
         batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 0.0, burst: 1 })?;
@@ -88,10 +123,12 @@ struct Skew {
     p50: f64,
     p99: f64,
     max: f64,
+    /// Over the burst of the last tick: CPU seconds of the sim process and of this one.
+    burst_cpu: Option<(f64, f64)>,
 }
 
 async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
-    let (_sim, _worker, client) = start("bench-cron", args).await?;
+    let (sim, _worker, client) = start("bench-cron", args).await?;
     let nss: Api<Namespace> = Api::all(client.clone());
     create_all(args.namespaces, "namespaces", |i| {
         let nss = nss.clone();
@@ -125,6 +162,7 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
     let mut stream = watcher(jobs, watcher::Config::default()).boxed();
     eprintln!("  waiting for {} schedule ticks ({want} Jobs)", args.ticks);
     let mut last_report = Instant::now();
+    let mut burst_start: Option<(Option<f64>, f64)> = None;
     while skews.len() < want {
         let remaining = deadline.saturating_duration_since(Instant::now());
         anyhow::ensure!(!remaining.is_zero(), "only {} of {want} Jobs appeared in time", skews.len());
@@ -140,6 +178,10 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
         {
             let skew = jiff::Timestamp::now().duration_since(scheduled).as_secs_f64();
             skews.push(skew);
+            // The last tick's burst starts with its first Job.
+            if skews.len() == want - args.cronjobs + 1 {
+                burst_start = Some((sim.cpu_seconds(), own_cpu_seconds()));
+            }
         }
         if last_report.elapsed() > Duration::from_secs(5) {
             eprintln!("  {} of {want} Jobs seen", skews.len());
@@ -147,7 +189,14 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
         }
     }
     skews.sort_by(f64::total_cmp);
+    let burst_cpu = match (burst_start, sim.cpu_seconds()) {
+        (Some((Some(sim_before), own_before)), Some(sim_after)) => {
+            Some((sim_after - sim_before, own_cpu_seconds() - own_before))
+        }
+        _ => None,
+    };
     Ok(Skew {
+        burst_cpu,
         jobs: skews.len(),
         p50: percentile(&skews, 0.5),
         p99: percentile(&skews, 0.99),
@@ -231,10 +280,17 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
     println!();
     println!("| measure | n | p50 | p99 | max |");
     println!("|---|---|---|---|---|");
+    let skew_cpu = skew.as_ref().and_then(|s| s.burst_cpu);
     if let Some(s) = skew {
         println!(
             "| Job creation skew, {} every-minute CronJobs in {} namespaces, {} ticks | {} | {:.3} s | {:.3} s | {:.3} s |",
             args.cronjobs, args.namespaces, args.ticks, s.jobs, s.p50, s.p99, s.max
+        );
+    }
+    if let Some((sim_cpu, own_cpu)) = skew_cpu {
+        println!();
+        println!(
+            "CPU over the last tick's burst: sim process {sim_cpu:.2} s, worker and watcher process {own_cpu:.2} s"
         );
     }
     if let Some(l) = lag {

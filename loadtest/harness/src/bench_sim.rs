@@ -47,14 +47,14 @@ enum Object {
     ConfigMap,
 }
 
-struct SimProcess {
+pub(crate) struct SimProcess {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
     pid: u32,
 }
 
 impl SimProcess {
-    async fn start() -> anyhow::Result<Self> {
+    pub(crate) async fn start() -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let dir = std::env::temp_dir().join(format!("bench-sim-{}", std::process::id()));
         let kubeconfig: PathBuf = dir.join("kubeconfig");
@@ -84,7 +84,7 @@ impl SimProcess {
     }
 
     /// CPU seconds the sim process has used (user + system).
-    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+    pub(crate) fn cpu_seconds(&self) -> anyhow::Result<f64> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
         // Fields after the command name (which may contain spaces) start at ") ".
         let rest = stat.rsplit_once(") ").map(|(_, r)| r).context("stat format")?;
