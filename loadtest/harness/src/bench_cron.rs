@@ -71,14 +71,6 @@ impl Sim {
     }
 }
 
-fn own_cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    let Some((_, rest)) = stat.rsplit_once(") ") else { return 0.0 };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (t(11) + t(12)) / 100.0
-}
-
 async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, standalone::Worker, kube::Client)> {
     let sim = if args.sim_process {
         Sim::Process(crate::bench_sim::SimProcess::start().await?)
@@ -180,7 +172,7 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
             skews.push(skew);
             // The last tick's burst starts with its first Job.
             if skews.len() == want - args.cronjobs + 1 {
-                burst_start = Some((sim.cpu_seconds(), own_cpu_seconds()));
+                burst_start = Some((sim.cpu_seconds(), crate::proc_stat::own_cpu_seconds()));
             }
         }
         if last_report.elapsed() > Duration::from_secs(5) {
@@ -191,7 +183,7 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
     skews.sort_by(f64::total_cmp);
     let burst_cpu = match (burst_start, sim.cpu_seconds()) {
         (Some((Some(sim_before), own_before)), Some(sim_after)) => {
-            Some((sim_after - sim_before, own_cpu_seconds() - own_before))
+            Some((sim_after - sim_before, crate::proc_stat::own_cpu_seconds() - own_before))
         }
         _ => None,
     };

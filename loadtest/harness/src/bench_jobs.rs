@@ -118,14 +118,6 @@ fn core_cost(pods: i32, indexed: bool, repeat: usize) -> CoreCost {
     CoreCost { pods, indexed, median: at(0.5), p99: at(0.99) }
 }
 
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    let Some((_, rest)) = stat.rsplit_once(") ") else { return 0.0 };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (t(11) + t(12)) / 100.0
-}
-
 struct EndToEnd {
     label: String,
     pods: i32,
@@ -154,7 +146,7 @@ async fn end_to_end(
     let per_job = (pods / jobs_n).max(1);
     let pods = per_job * jobs_n;
     let requests_before = total_requests(&sim);
-    let cpu_before = cpu_seconds();
+    let cpu_before = crate::proc_stat::own_cpu_seconds();
     let started = Instant::now();
     for i in 0..jobs_n {
         let job: Job = serde_json::from_value(json!({
@@ -199,7 +191,7 @@ async fn end_to_end(
         label: label.to_string(),
         pods,
         seconds,
-        cores: (cpu_seconds() - cpu_before) / seconds,
+        cores: (crate::proc_stat::own_cpu_seconds() - cpu_before) / seconds,
         requests_per_second: requests as f64 / seconds,
     })
 }

@@ -85,14 +85,7 @@ impl SimProcess {
 
     /// CPU seconds the sim process has used (user + system).
     pub(crate) fn cpu_seconds(&self) -> anyhow::Result<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
-        // Fields after the command name (which may contain spaces) start at ") ".
-        let rest = stat.rsplit_once(") ").map(|(_, r)| r).context("stat format")?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks =
-            |i: usize| -> anyhow::Result<f64> { Ok(fields.get(i).context("stat field")?.parse::<f64>()?) };
-        // utime and stime are fields 14 and 15 of /proc/PID/stat (11 and 12 after the name).
-        Ok((ticks(11)? + ticks(12)?) / 100.0)
+        crate::proc_stat::cpu_seconds(&self.pid.to_string())
     }
 
     fn rss_bytes(&self) -> anyhow::Result<u64> {

@@ -17,6 +17,7 @@ mod bench_cron;
 mod bench_jobs;
 mod bench_sim;
 mod plot;
+mod proc_stat;
 mod quickstart;
 
 #[derive(Parser, Debug)]
