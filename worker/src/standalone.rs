@@ -180,7 +180,7 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
     let ttl = TtlController::new(client.clone(), &registry, ttl_queue, owns)?;
-    let mut job_handlers: Vec<Arc<dyn crate::informer::JobHandler>> = Vec::new();
+    let mut job_handlers: Vec<Arc<crate::informer::JobHandler>> = Vec::new();
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
@@ -200,7 +200,10 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         job_handlers.push(ttl.clone());
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     }
-    tasks.spawn(crate::informer::run_job_informer(client, job_handlers));
+    tasks.spawn(crate::informer::run(
+        kube::Api::<k8s_openapi::api::batch::v1::Job>::all(client),
+        job_handlers,
+    ));
     tracing::info!(%metrics_addr, managed_by = %opts.job_managed_by, "standalone worker running every shard");
     Ok(Worker { metrics_addr, tasks })
 }

@@ -5,10 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
-use kube::runtime::watcher;
 use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
@@ -85,7 +83,8 @@ impl CronJobController {
     /// [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        tasks.spawn(self.clone().watch_cronjobs());
+        let cronjobs: Arc<dyn crate::informer::Handler<CronJob>> = self.clone();
+        tasks.spawn(crate::informer::run(Api::<CronJob>::all(self.client.clone()), vec![cronjobs]));
         for _ in 0..workers.max(1) {
             let this = self.clone();
             let mut synced = self.synced.subscribe();
@@ -104,53 +103,6 @@ impl CronJobController {
 
     fn now(&self) -> jiff::Zoned {
         self.clock.now().to_zoned(self.local_zone.clone())
-    }
-
-    async fn watch_cronjobs(self: Arc<Self>) {
-        let api: Api<CronJob> = Api::all(self.client.clone());
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        let mut seen: Option<std::collections::HashSet<ObjectKey>> = None;
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(cj) | watcher::Event::InitApply(cj)) => {
-                    let key = ObjectKey::of(&cj.metadata);
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(key.clone());
-                    }
-                    if !(self.owns)(&key.namespace) {
-                        continue;
-                    }
-                    let old = self.cronjobs.write().insert(key.clone(), Arc::new(cj.clone()));
-                    match old {
-                        None => self.queue.add(key),
-                        Some(old) => match core::on_cronjob_update(&old, &cj, &self.now()) {
-                            UpdateAction::Enqueue => self.queue.add(key),
-                            UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
-                            UpdateAction::Unparseable(e) => self.events.publish(PendingEvent::for_object(
-                                &cj,
-                                e.type_ == core::EventType::Warning,
-                                e.reason,
-                                &e.message,
-                            )),
-                        },
-                    }
-                }
-                Ok(watcher::Event::Delete(cj)) => {
-                    self.cronjobs.write().remove(&ObjectKey::of(&cj.metadata));
-                }
-                Ok(watcher::Event::Init) => seen = Some(Default::default()),
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        self.cronjobs.write().retain(|k, _| s.contains(k));
-                    }
-                    self.synced.send_modify(|s| s.0 = true);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "CronJob watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
     }
 
     async fn worker(self: Arc<Self>) {
@@ -239,8 +191,8 @@ impl CronJobController {
     }
 }
 
-impl crate::informer::JobHandler for CronJobController {
-    fn job_applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
+impl crate::informer::Handler<Job> for CronJobController {
+    fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
         if !(self.owns)(&key.namespace) {
             return;
@@ -255,7 +207,7 @@ impl crate::informer::JobHandler for CronJobController {
         }
     }
 
-    fn job_deleted(&self, job: &Arc<Job>) {
+    fn deleted(&self, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
         if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
             ns.remove(&key.name);
@@ -265,7 +217,40 @@ impl crate::informer::JobHandler for CronJobController {
         }
     }
 
-    fn jobs_synced(&self) {
+    fn synced(&self) {
         self.synced.send_modify(|s| s.1 = true);
+    }
+}
+
+impl crate::informer::Handler<CronJob> for CronJobController {
+    fn applied(&self, _old: Option<&Arc<CronJob>>, cj: &Arc<CronJob>) {
+        let key = ObjectKey::of(&cj.metadata);
+        if !(self.owns)(&key.namespace) {
+            return;
+        }
+        // The cache, not the informer, holds the previous version: our own status writes land
+        // in it first.
+        let old = self.cronjobs.write().insert(key.clone(), cj.clone());
+        match old {
+            None => self.queue.add(key),
+            Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
+                UpdateAction::Enqueue => self.queue.add(key),
+                UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
+                UpdateAction::Unparseable(e) => self.events.publish(PendingEvent::for_object(
+                    &**cj,
+                    e.type_ == core::EventType::Warning,
+                    e.reason,
+                    &e.message,
+                )),
+            },
+        }
+    }
+
+    fn deleted(&self, cj: &Arc<CronJob>) {
+        self.cronjobs.write().remove(&ObjectKey::of(&cj.metadata));
+    }
+
+    fn synced(&self) {
+        self.synced.send_modify(|s| s.0 = true);
     }
 }

@@ -111,7 +111,7 @@ impl Cache {
     }
 
     /// Stores a pod; returns the previous version.
-    pub fn put_pod(&self, pod: Pod) -> Option<Arc<Pod>> {
+    pub fn put_pod(&self, pod: Arc<Pod>) -> Option<Arc<Pod>> {
         let key = ObjectKey::of(&pod.metadata);
         let owner = controlling_job_uid(&pod).unwrap_or("").to_string();
         let mut pods = self.pods.write();
@@ -119,7 +119,7 @@ impl Cache {
             Some(previous_owner) => pods.by_owner.get_mut(&previous_owner).and_then(|m| m.remove(&key)),
             None => None,
         };
-        pods.by_owner.entry(owner).or_default().insert(key, Arc::new(pod));
+        pods.by_owner.entry(owner).or_default().insert(key, pod);
         old
     }
 
@@ -154,12 +154,12 @@ mod tests {
     #[test]
     fn pods_are_indexed_by_their_controlling_job() {
         let c = Cache::default();
-        c.put_pod(pod("a", Some("u1")));
-        c.put_pod(pod("b", Some("u1")));
-        c.put_pod(pod("c", None));
+        c.put_pod(Arc::new(pod("a", Some("u1"))));
+        c.put_pod(Arc::new(pod("b", Some("u1"))));
+        c.put_pod(Arc::new(pod("c", None)));
         assert_eq!(c.pods_of("u1").len(), 2);
         // Orphaned by the garbage collector: the pod moves out of the Job's index.
-        c.put_pod(pod("a", None));
+        c.put_pod(Arc::new(pod("a", None)));
         assert_eq!(c.pods_of("u1").len(), 1);
         assert!(c.remove_pod(&ObjectKey::new("ns", "b")).is_some());
         assert!(c.pods_of("u1").is_empty());

@@ -7,11 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -81,7 +79,8 @@ impl JobController {
     /// through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        tasks.spawn(self.clone().watch_pods());
+        let pods: Arc<dyn crate::informer::Handler<Pod>> = self.clone();
+        tasks.spawn(crate::informer::run(Api::<Pod>::all(self.client.clone()), vec![pods]));
         for _ in 0..workers.max(1) {
             tasks.spawn(self.clone().sync_worker());
         }
@@ -106,36 +105,6 @@ impl JobController {
     }
 
     // ---- informers -------------------------------------------------------------------------
-
-    async fn watch_pods(self: Arc<Self>) {
-        let api: Api<Pod> = Api::all(self.client.clone());
-        let mut seen = None::<std::collections::HashSet<ObjectKey>>;
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(ObjectKey::of(&pod.metadata));
-                    }
-                    self.on_pod(pod);
-                }
-                Ok(watcher::Event::Delete(pod)) => self.on_pod_deleted(&ObjectKey::of(&pod.metadata)),
-                Ok(watcher::Event::Init) => seen = Some(Default::default()),
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        for key in self.cache.pod_keys().difference(&s) {
-                            self.on_pod_deleted(key);
-                        }
-                    }
-                    self.synced.send_modify(|s| s.1 = true);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "pod watch failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
-    }
 
     fn on_job(&self, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
@@ -177,7 +146,7 @@ impl JobController {
         self.cache.job_by_uid(uid).map(|j| ObjectKey::of(&j.metadata))
     }
 
-    fn on_pod(&self, pod: Pod) {
+    fn on_pod(&self, pod: &Arc<Pod>) {
         let key = ObjectKey::of(&pod.metadata);
         if !(self.owns)(&key.namespace) {
             self.cache.remove_pod(&key);
@@ -185,8 +154,8 @@ impl JobController {
         }
         let deleting = pod.metadata.deletion_timestamp.is_some();
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let tracked = has_tracking_finalizer(&pod);
-        let job_key = self.job_key_of(&pod);
+        let tracked = has_tracking_finalizer(pod);
+        let job_key = self.job_key_of(pod);
         let old = self.cache.put_pod(pod.clone());
         match &job_key {
             Some(jk) => {
@@ -518,16 +487,30 @@ enum SyncFailure {
     Plan(String),
 }
 
-impl crate::informer::JobHandler for JobController {
-    fn job_applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
+impl crate::informer::Handler<Job> for JobController {
+    fn applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
         self.on_job(job);
     }
 
-    fn job_deleted(&self, job: &Arc<Job>) {
+    fn deleted(&self, job: &Arc<Job>) {
         self.on_job_deleted(&ObjectKey::of(&job.metadata));
     }
 
-    fn jobs_synced(&self) {
+    fn synced(&self) {
         self.synced.send_modify(|s| s.0 = true);
+    }
+}
+
+impl crate::informer::Handler<Pod> for JobController {
+    fn applied(&self, _old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
+        self.on_pod(pod);
+    }
+
+    fn deleted(&self, pod: &Arc<Pod>) {
+        self.on_pod_deleted(&ObjectKey::of(&pod.metadata));
+    }
+
+    fn synced(&self) {
+        self.synced.send_modify(|s| s.1 = true);
     }
 }

@@ -137,8 +137,8 @@ enum ProcessError {
     Api(kube::Error),
 }
 
-impl crate::informer::JobHandler for TtlController {
-    fn job_applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
+impl crate::informer::Handler<Job> for TtlController {
+    fn applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
         if !(self.owns)(&key.namespace) {
             self.jobs.write().remove(&key);
@@ -150,11 +150,11 @@ impl crate::informer::JobHandler for TtlController {
         }
     }
 
-    fn job_deleted(&self, job: &Arc<Job>) {
+    fn deleted(&self, job: &Arc<Job>) {
         self.jobs.write().remove(&ObjectKey::of(&job.metadata));
     }
 
-    fn jobs_synced(&self) {
+    fn synced(&self) {
         self.synced.send_replace(true);
     }
 }
