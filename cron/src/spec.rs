@@ -228,12 +228,32 @@ impl SpecSchedule {
                 }
             }
 
-            while !has(self.second, w.second) {
-                step()?;
+            if !has(self.second, w.second) {
                 // `Truncate(time.Second)` is a no-op: `u` is already whole seconds.
                 added = true;
-                u += 1;
-                w = z.wall(u)?;
+                // Go steps one second at a time until the second matches or wraps to 0. Under a
+                // whole-minute offset the wall second is the Unix second mod 60, so the stop is
+                // known; step there at once unless the offset differs at the far end.
+                let k =
+                    (1..=60 - w.second).find(|k| (w.second + k) % 60 == 0 || has(self.second, w.second + k));
+                let off = z.offset(u)?;
+                match k {
+                    Some(k) if off % 60 == 0 && z.offset(u + k)? == off => {
+                        for _ in 0..k {
+                            step()?;
+                        }
+                        u += k;
+                        w = z.wall(u)?;
+                    }
+                    _ => loop {
+                        step()?;
+                        u += 1;
+                        w = z.wall(u)?;
+                        if w.second == 0 || has(self.second, w.second) {
+                            break;
+                        }
+                    },
+                }
                 if w.second == 0 {
                     continue 'wrap;
                 }

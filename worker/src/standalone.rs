@@ -154,8 +154,7 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
-    let (events, record_events) =
-        EventSink::new(client.clone(), "job-controller", Some(opts.worker_id.clone()));
+    let (events, record_events) = EventSink::new(client.clone(), "job-controller");
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
@@ -166,7 +165,7 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     let owns: crate::job::controller::Owns = Arc::new(|_: &str| true);
     let jobs = JobController::new(client.clone(), config, job_metrics, events, queue, orphans, owns.clone());
     let (cron_events, record_cron_events) =
-        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT, Some(opts.worker_id.clone()));
+        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT);
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(

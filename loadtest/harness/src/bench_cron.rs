@@ -111,12 +111,113 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 struct Skew {
-    jobs: usize,
+    /// From the scheduled time to when a watcher sees the Job.
+    seen: Percentiles,
+    /// From the scheduled time to when the API server stored the Job (in-process sim only).
+    stored: Option<Percentiles>,
+    /// Over the burst of the last tick: CPU seconds of the sim process and of this one.
+    burst_cpu: Option<(f64, f64)>,
+}
+
+struct Percentiles {
+    n: usize,
     p50: f64,
     p99: f64,
     max: f64,
-    /// Over the burst of the last tick: CPU seconds of the sim process and of this one.
-    burst_cpu: Option<(f64, f64)>,
+}
+
+impl Percentiles {
+    fn of(mut values: Vec<f64>) -> Self {
+        values.sort_by(f64::total_cmp);
+        Self {
+            n: values.len(),
+            p50: percentile(&values, 0.5),
+            p99: percentile(&values, 0.99),
+            max: values.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+
+    fn row(&self, label: &str) -> String {
+        format!("| {label} | {} | {:.3} s | {:.3} s | {:.3} s |", self.n, self.p50, self.p99, self.max)
+    }
+}
+
+/// When the in-process sim stored each new object: the instant a Job is created, free of the
+/// watch path's delivery lag, which grows while the burst keeps both cores busy.
+struct StoreLog {
+    added: std::sync::Arc<std::sync::Mutex<Vec<Stored>>>,
+    lagged: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// When an object was stored, and the object.
+type Stored = (Instant, std::sync::Arc<batchfleet_sim::store::StoredObject>);
+
+impl StoreLog {
+    fn start(sim: &SimCluster) -> anyhow::Result<Self> {
+        use batchfleet_sim::store::ChangeKind;
+        use tokio::sync::broadcast::error::RecvError;
+        let store = sim.api().store();
+        let (_, mut changes) = store
+            .watch_from(store.current_rv())
+            .map_err(|e| anyhow::anyhow!("subscribing to the store: {e}"))?;
+        let added = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lagged = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let task = tokio::spawn({
+            let (added, lagged) = (added.clone(), lagged.clone());
+            async move {
+                loop {
+                    match changes.recv().await {
+                        Ok(c) if c.kind == ChangeKind::Added => {
+                            if let Ok(mut a) = added.lock() {
+                                a.push((c.at, c.object.clone()));
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(RecvError::Lagged(n)) => {
+                            lagged.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(RecvError::Closed) => return,
+                    }
+                }
+            }
+        });
+        Ok(Self { added, lagged, task })
+    }
+
+    /// Skews of the stored Jobs that carry a scheduled time, by tick.
+    fn skews(self) -> anyhow::Result<HashMap<jiff::Timestamp, Vec<f64>>> {
+        self.task.abort();
+        let lagged = self.lagged.load(std::sync::atomic::Ordering::Relaxed);
+        anyhow::ensure!(lagged == 0, "the store log fell behind by {lagged} changes");
+        // Instants map to wall time through one pair read together.
+        let (wall, mono) = (jiff::Timestamp::now(), Instant::now());
+        let added =
+            std::mem::take(&mut *self.added.lock().map_err(|_| anyhow::anyhow!("store log poisoned"))?);
+        let mut by_tick: HashMap<jiff::Timestamp, Vec<f64>> = HashMap::new();
+        for (at, object) in added {
+            let Ok(job) = serde_json::from_slice::<KindAndMeta>(&object.bytes) else { continue };
+            if job.kind != "Job" {
+                continue;
+            }
+            let Some(scheduled) = scheduled_time(&job.metadata) else { continue };
+            let stored_at = wall - jiff::SignedDuration::try_from(mono.duration_since(at))?;
+            by_tick.entry(scheduled).or_default().push(stored_at.duration_since(scheduled).as_secs_f64());
+        }
+        Ok(by_tick)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct KindAndMeta {
+    #[serde(default)]
+    kind: String,
+    metadata: kube::api::ObjectMeta,
+}
+
+/// The scheduled time a CronJob's Job carries in its annotation.
+fn scheduled_time(metadata: &kube::api::ObjectMeta) -> Option<jiff::Timestamp> {
+    metadata.annotations.as_ref()?.get("batch.kubernetes.io/cronjob-scheduled-timestamp")?.parse().ok()
 }
 
 async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
@@ -145,8 +246,12 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
         }
     })
     .await?;
+    let store_log = match &sim {
+        Sim::InProcess(s) => Some(StoreLog::start(s)?),
+        Sim::Process(_) => None,
+    };
     // Skew: when the Job reaches a watcher, against the scheduled minute it carries.
-    let jobs: Api<Job> = Api::all(client.clone());
+    let jobs: Api<JobMeta> = Api::all(client.clone());
     let mut skews = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let want = args.cronjobs * args.ticks;
@@ -155,18 +260,14 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
     eprintln!("  waiting for {} schedule ticks ({want} Jobs)", args.ticks);
     let mut last_report = Instant::now();
     let mut burst_start: Option<(Option<f64>, f64)> = None;
+    let mut ticks = TickLog::default();
     while skews.len() < want {
         let remaining = deadline.saturating_duration_since(Instant::now());
         anyhow::ensure!(!remaining.is_zero(), "only {} of {want} Jobs appeared in time", skews.len());
         let Ok(Some(event)) = tokio::time::timeout(remaining, stream.next()).await else { continue };
         if let Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) = event
             && seen.insert(job.metadata.uid.clone().unwrap_or_default())
-            && let Some(stamp) = job
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("batch.kubernetes.io/cronjob-scheduled-timestamp"))
-            && let Ok(scheduled) = stamp.parse::<jiff::Timestamp>()
+            && let Some(scheduled) = scheduled_time(&job.metadata)
         {
             let skew = jiff::Timestamp::now().duration_since(scheduled).as_secs_f64();
             skews.push(skew);
@@ -174,26 +275,102 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
             if skews.len() == want - args.cronjobs + 1 {
                 burst_start = Some((sim.cpu_seconds(), crate::proc_stat::own_cpu_seconds()));
             }
+            if let Some(line) = ticks.observe(scheduled, skew, &sim, args.cronjobs) {
+                eprintln!("{line}");
+            }
         }
         if last_report.elapsed() > Duration::from_secs(5) {
             eprintln!("  {} of {want} Jobs seen", skews.len());
             last_report = Instant::now();
         }
     }
-    skews.sort_by(f64::total_cmp);
     let burst_cpu = match (burst_start, sim.cpu_seconds()) {
         (Some((Some(sim_before), own_before)), Some(sim_after)) => {
             Some((sim_after - sim_before, crate::proc_stat::own_cpu_seconds() - own_before))
         }
         _ => None,
     };
-    Ok(Skew {
-        burst_cpu,
-        jobs: skews.len(),
-        p50: percentile(&skews, 0.5),
-        p99: percentile(&skews, 0.99),
-        max: *skews.last().unwrap_or(&0.0),
-    })
+    let stored = match store_log {
+        Some(log) => {
+            let mut by_tick: Vec<_> = log.skews()?.into_iter().collect();
+            by_tick.sort_by_key(|(tick, _)| *tick);
+            for (tick, skews) in &by_tick {
+                let p = Percentiles::of(skews.clone());
+                eprintln!("  tick {tick}: stored by the API server: p50 {:.3} s, p99 {:.3} s", p.p50, p.p99);
+            }
+            Some(Percentiles::of(by_tick.into_iter().flat_map(|(_, s)| s).collect()))
+        }
+        None => None,
+    };
+    Ok(Skew { burst_cpu, seen: Percentiles::of(skews), stored })
+}
+
+/// A Job as the skew watcher reads it: metadata only, so the measuring watcher, which shares
+/// the machine with the system under test, does not decode every Job's spec and status.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct JobMeta {
+    metadata: kube::api::ObjectMeta,
+}
+
+impl kube::Resource for JobMeta {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        "Job".into()
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        "batch".into()
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        "jobs".into()
+    }
+    fn meta(&self) -> &kube::api::ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut kube::api::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Progress per schedule tick: its skew percentiles and the CPU its burst took, when it is whole.
+#[derive(Default)]
+struct TickLog {
+    ticks: HashMap<jiff::Timestamp, (Vec<f64>, Option<f64>, f64)>,
+}
+
+impl TickLog {
+    /// Counts a Job; returns the tick's report line once the tick is whole.
+    fn observe(
+        &mut self,
+        scheduled: jiff::Timestamp,
+        skew: f64,
+        sim: &Sim,
+        per_tick: usize,
+    ) -> Option<String> {
+        let (skews, sim_cpu, own_cpu) = self
+            .ticks
+            .entry(scheduled)
+            .or_insert_with(|| (Vec::new(), sim.cpu_seconds(), crate::proc_stat::own_cpu_seconds()));
+        skews.push(skew);
+        if skews.len() == per_tick {
+            skews.sort_by(f64::total_cmp);
+            let own = crate::proc_stat::own_cpu_seconds() - *own_cpu;
+            let sim_part = match (*sim_cpu, sim.cpu_seconds()) {
+                (Some(before), Some(after)) => format!(", sim process {:.2} CPU-s", after - before),
+                _ => String::new(),
+            };
+            return Some(format!(
+                "  tick {scheduled}: {per_tick} Jobs, skew p50 {:.3} s, p99 {:.3} s; burst used {own:.2} CPU-s in this process{sim_part}",
+                percentile(skews, 0.5),
+                percentile(skews, 0.99),
+            ));
+        }
+        None
+    }
 }
 
 struct Lag {
@@ -274,10 +451,14 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
     println!("|---|---|---|---|---|");
     let skew_cpu = skew.as_ref().and_then(|s| s.burst_cpu);
     if let Some(s) = skew {
-        println!(
-            "| Job creation skew, {} every-minute CronJobs in {} namespaces, {} ticks | {} | {:.3} s | {:.3} s | {:.3} s |",
-            args.cronjobs, args.namespaces, args.ticks, s.jobs, s.p50, s.p99, s.max
+        let what = format!(
+            "{} every-minute CronJobs in {} namespaces, {} ticks",
+            args.cronjobs, args.namespaces, args.ticks
         );
+        if let Some(stored) = &s.stored {
+            println!("{}", stored.row(&format!("Job creation skew (stored by the API server), {what}")));
+        }
+        println!("{}", s.seen.row(&format!("Job creation skew (seen by a watcher), {what}")));
     }
     if let Some((sim_cpu, own_cpu)) = skew_cpu {
         println!();

@@ -14,6 +14,7 @@ use super::core::{self, ApiError, ApiErrorKind, Effect, Next, Outcome, UpdateAct
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
+use crate::informer::is_newer;
 use crate::job::cache::ObjectKey;
 use crate::job::controller::Owns;
 use crate::runtime::workqueue::WorkQueue;
@@ -165,12 +166,7 @@ impl CronJobController {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
                     let r = api.create(&PostParams::default(), &c.job).await.map_err(api_error);
                     if let Ok(created) = &r {
-                        let k = ObjectKey::of(&created.metadata);
-                        self.jobs
-                            .write()
-                            .entry(k.namespace)
-                            .or_default()
-                            .insert(k.name, Arc::new(created.clone()));
+                        self.cache_job(Arc::new(created.clone()));
                     }
                     c.answer(r)
                 }
@@ -180,13 +176,32 @@ impl CronJobController {
                     let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);
                     let r = api.replace_status(&name, &PostParams::default(), &u.cronjob).await;
                     if let Ok(written) = &r {
-                        self.cronjobs
-                            .write()
-                            .insert(ObjectKey::of(&written.metadata), Arc::new(written.clone()));
+                        let mut cronjobs = self.cronjobs.write();
+                        let key = ObjectKey::of(&written.metadata);
+                        if cronjobs.get(&key).is_none_or(|c| is_newer(&c.metadata, &written.metadata)) {
+                            cronjobs.insert(key, Arc::new(written.clone()));
+                        }
                     }
                     u.answer(r.map(|_| ()).map_err(api_error))
                 }
             };
+        }
+    }
+}
+
+impl CronJobController {
+    /// Puts a Job the controller wrote or watched into its cache, unless the cache already holds
+    /// this version or a later one. Returns whether the cache learnt something.
+    fn cache_job(&self, job: Arc<Job>) -> bool {
+        let key = ObjectKey::of(&job.metadata);
+        let mut jobs = self.jobs.write();
+        let namespace = jobs.entry(key.namespace).or_default();
+        match namespace.get(&key.name) {
+            Some(cached) if !is_newer(&cached.metadata, &job.metadata) => false,
+            _ => {
+                namespace.insert(key.name, job);
+                true
+            }
         }
     }
 }
@@ -197,7 +212,10 @@ impl crate::informer::Handler<Job> for CronJobController {
         if !(self.owns)(&key.namespace) {
             return;
         }
-        self.jobs.write().entry(key.namespace.clone()).or_default().insert(key.name.clone(), job.clone());
+        // The echo of a Job this controller created: the sync that created it already saw it.
+        if !self.cache_job(job.clone()) {
+            return;
+        }
         let owners = match old {
             None => core::cronjob_for_job_event(job).into_iter().collect(),
             Some(old) => core::cronjobs_for_job_update(old, job),
@@ -229,8 +247,14 @@ impl crate::informer::Handler<CronJob> for CronJobController {
             return;
         }
         // The cache, not the informer, holds the previous version: our own status writes land
-        // in it first.
-        let old = self.cronjobs.write().insert(key.clone(), cj.clone());
+        // in it first, and their echo changes nothing the last sync did not see.
+        let old = {
+            let mut cronjobs = self.cronjobs.write();
+            if cronjobs.get(&key).is_some_and(|c| !is_newer(&c.metadata, &cj.metadata)) {
+                return;
+            }
+            cronjobs.insert(key.clone(), cj.clone())
+        };
         match old {
             None => self.queue.add(key),
             Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {

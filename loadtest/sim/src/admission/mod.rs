@@ -15,6 +15,7 @@ mod job;
 mod job_status;
 mod pod;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::field_error::FieldError;
@@ -170,18 +171,28 @@ fn decode_check(obj: &Value, kind: Kind) -> Result<(), Vec<FieldError>> {
     let Some(map) = obj.as_object() else {
         return Err(vec![decode_error(kind, "expected a JSON object")]);
     };
-    let mut probe = map.clone();
-    probe.insert("apiVersion".to_string(), Value::from("batch/v1"));
+    let kind_name = match kind {
+        Kind::Job => "Job",
+        Kind::CronJob => "CronJob",
+        Kind::Pod | Kind::Other => return Ok(()),
+    };
+    // Decode straight from the request's value when it already names its type (it does after
+    // `incoming`); only a bare object needs a copy with apiVersion and kind filled in.
+    let typed = map.get("apiVersion").and_then(Value::as_str) == Some("batch/v1")
+        && map.get("kind").and_then(Value::as_str) == Some(kind_name);
+    let probe;
+    let value = if typed {
+        obj
+    } else {
+        let mut copy = map.clone();
+        copy.insert("apiVersion".to_string(), Value::from("batch/v1"));
+        copy.insert("kind".to_string(), Value::from(kind_name));
+        probe = Value::Object(copy);
+        &probe
+    };
     let result = match kind {
-        Kind::Job => {
-            probe.insert("kind".to_string(), Value::from("Job"));
-            serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(Value::Object(probe)).map(|_| ())
-        }
-        Kind::CronJob => {
-            probe.insert("kind".to_string(), Value::from("CronJob"));
-            serde_json::from_value::<k8s_openapi::api::batch::v1::CronJob>(Value::Object(probe)).map(|_| ())
-        }
-        Kind::Pod | Kind::Other => Ok(()),
+        Kind::Job => k8s_openapi::api::batch::v1::Job::deserialize(value).map(|_| ()),
+        _ => k8s_openapi::api::batch::v1::CronJob::deserialize(value).map(|_| ()),
     };
     match result {
         Err(e) if !e.to_string().starts_with("missing field") => {

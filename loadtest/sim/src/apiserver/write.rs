@@ -227,7 +227,7 @@ impl ApiServer {
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
         let attempts = if name.is_empty() { GENERATE_NAME_ATTEMPTS } else { 1 };
         for attempt in 0..attempts {
-            let mut candidate = obj.clone();
+            let mut candidate = if attempt + 1 == attempts { std::mem::take(&mut obj) } else { obj.clone() };
             let final_name = if name.is_empty() {
                 let base: String = generate_name.chars().take(58).collect();
                 format!("{base}{}", random_suffix())
@@ -284,7 +284,9 @@ impl ApiServer {
             {
                 return Err(ApiError::stale(&target.rt, name));
             }
-            match self.replace(target, &current, current.value(), obj.clone(), sub, opts) {
+            // A write with a resourceVersion is tried once, so it needs no copy for a retry.
+            let attempt = if requested_rv.is_some() { std::mem::take(&mut obj) } else { obj.clone() };
+            match self.replace(target, &current, current.value(), attempt, sub, opts) {
                 Err(Retry::Conflict) if requested_rv.is_none() => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -502,7 +504,11 @@ impl ApiServer {
         if obj == old {
             return Ok(current.clone());
         }
-        let prepared = self.prepare(target, obj.clone()).map_err(Retry::Fail)?;
+        // Deletion completes once the last finalizer is gone and no grace period is pending.
+        let deletion_completes = meta::is_deleting(&obj)
+            && meta::finalizers(&obj).is_empty()
+            && meta::deletion_grace(&obj).unwrap_or(0) == 0;
+        let prepared = self.prepare(target, obj).map_err(Retry::Fail)?;
         if opts.dry_run {
             return Ok(Arc::new(dry_run_object(target, prepared, current.rv)));
         }
@@ -515,11 +521,7 @@ impl ApiServer {
         if Arc::ptr_eq(&stored, current) {
             return Ok(stored);
         }
-        // Deletion completes once the last finalizer is gone and no grace period is pending.
-        if meta::is_deleting(&obj)
-            && meta::finalizers(&obj).is_empty()
-            && meta::deletion_grace(&obj).unwrap_or(0) == 0
-        {
+        if deletion_completes {
             if let Ok(removed) =
                 self.store.remove(target.rid, &stored.namespace, &stored.name, Expect::Version(stored.rv))
             {

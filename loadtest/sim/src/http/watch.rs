@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
@@ -158,7 +158,10 @@ impl Watcher {
             };
         let dropped_by_fault =
             faults.drop_after_seconds.is_some_and(|s| Duration::from_secs_f64(s.max(0.0)) < self.req.timeout);
-        let mut buf = Vec::new();
+        // One buffer for the life of the watch: `split` hands each batch over and, once the
+        // connection has written it, `reserve` takes the memory back, so a busy watch does not
+        // fault in fresh pages for every batch.
+        let mut buf = BytesMut::with_capacity(2 * BATCH_BYTES);
         match initial {
             Initial::Objects(objects) => {
                 for o in &objects {
@@ -233,7 +236,7 @@ impl Watcher {
         &mut self,
         received: Result<Arc<Change>, broadcast::error::RecvError>,
         rx: &mut broadcast::Receiver<Arc<Change>>,
-        buf: &mut Vec<u8>,
+        buf: &mut BytesMut,
     ) -> Result<(), End> {
         let mut next = Some(received);
         while let Some(r) = next.take() {
@@ -270,7 +273,7 @@ impl Watcher {
         Ok(())
     }
 
-    fn push_change(&mut self, buf: &mut Vec<u8>, c: &Change) {
+    fn push_change(&mut self, buf: &mut BytesMut, c: &Change) {
         if c.rv <= self.last_rv {
             return;
         }
@@ -306,7 +309,7 @@ impl Watcher {
         self.push_object(buf, kind.as_str(), &c.object);
     }
 
-    fn push_object(&mut self, buf: &mut Vec<u8>, kind: &str, o: &StoredObject) {
+    fn push_object(&mut self, buf: &mut BytesMut, kind: &str, o: &StoredObject) {
         if self.req.target.view == View::Native && self.req.table.is_none() {
             buf.extend_from_slice(&watch_line(kind, &o.bytes));
             self.sent += 1;
@@ -316,7 +319,7 @@ impl Watcher {
         }
     }
 
-    fn push_value(&mut self, buf: &mut Vec<u8>, kind: &str, mut v: Value) {
+    fn push_value(&mut self, buf: &mut BytesMut, kind: &str, mut v: Value) {
         if self.req.target.view == View::EventsV1 && v.get("apiVersion").and_then(Value::as_str) == Some("v1")
         {
             v = crate::apiserver::events::to_events_v1(&v);
@@ -349,7 +352,7 @@ impl Watcher {
         watch_line("BOOKMARK", object.to_string().as_bytes())
     }
 
-    async fn flush(&mut self, buf: &mut Vec<u8>) -> Result<(), End> {
+    async fn flush(&mut self, buf: &mut BytesMut) -> Result<(), End> {
         if buf.is_empty() {
             return Ok(());
         }
@@ -358,7 +361,7 @@ impl Watcher {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         }
         let lines = buf.iter().filter(|b| **b == b'\n').count() as u64;
-        let chunk = Bytes::from(std::mem::take(buf));
+        let chunk = buf.split().freeze();
         self.tx.send(chunk).await.map_err(|_| End::ClientGone)?;
         self.shared.counters.events_sent(lines);
         Ok(())

@@ -1,0 +1,182 @@
+//! Events, recorded the way kube-controller-manager's controllers record them (client-go
+//! `tools/record`): core/v1 Events with a source component, written off the sync path through a
+//! bounded buffer that drops (with a log line) rather than slow a controller down, and passed
+//! through upstream's correlator first, so repeats become a count on one Event, floods of
+//! similar events are combined, and each object gets a burst of 25 then one every 5 minutes.
+
+mod correlator;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use tokio::sync::mpsc;
+
+pub use correlator::{Correlated, EventCorrelator};
+
+use crate::api_errors;
+
+/// Upstream's broadcaster queue length.
+const BUFFER: usize = 1000;
+/// Upstream's `maxTriesPerEvent` and `sleepDuration`: a write that fails in transport is retried.
+const MAX_TRIES: u32 = 12;
+const RETRY_SLEEP: Duration = Duration::from_secs(10);
+
+/// An event a controller wants recorded.
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    pub regarding: ObjectReference,
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl PendingEvent {
+    pub fn for_job(job: &k8s_openapi::api::batch::v1::Job, type_: &str, reason: &str, message: &str) -> Self {
+        Self::for_object(job, type_ == "Warning", reason, message)
+    }
+
+    pub fn for_object<K: Resource<DynamicType = ()>>(
+        obj: &K,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) -> Self {
+        Self { regarding: obj.object_ref(&()), warning, reason: reason.into(), message: message.into() }
+    }
+}
+
+/// client-go's `recorder.makeEvent`: named after the object and the time in hex nanoseconds.
+pub fn make_event(source: &EventSource, pending: PendingEvent, now: jiff::Timestamp) -> Event {
+    let namespace = match pending.regarding.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => ns.to_string(),
+        _ => "default".to_string(),
+    };
+    let name = format!("{}.{:x}", pending.regarding.name.as_deref().unwrap_or(""), now.as_nanosecond());
+    Event {
+        metadata: ObjectMeta { name: Some(name), namespace: Some(namespace), ..ObjectMeta::default() },
+        involved_object: pending.regarding,
+        reason: Some(pending.reason),
+        message: Some(pending.message),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        count: Some(1),
+        type_: Some(if pending.warning { "Warning" } else { "Normal" }.to_string()),
+        source: Some(source.clone()),
+        reporting_component: source.component.clone(),
+        reporting_instance: source.host.clone(),
+        ..Event::default()
+    }
+}
+
+/// Where controllers put their events. Cheap to clone.
+#[derive(Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<PendingEvent>,
+    dropped: Arc<DropLog>,
+}
+
+#[derive(Default)]
+struct DropLog {
+    dropped: AtomicU64,
+    last_log: parking_lot::Mutex<Option<Instant>>,
+}
+
+impl DropLog {
+    fn record(&self, reason: &str) {
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = self.last_log.lock();
+        if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+            *last = Some(Instant::now());
+            tracing::warn!(dropped_total = n, last_reason = reason, "event buffer full; dropping events");
+        }
+    }
+}
+
+impl EventSink {
+    /// A sink for `component` (upstream's `EventSource.Component`, e.g. "job-controller") and the
+    /// task that writes its events.
+    pub fn new(client: kube::Client, component: &str) -> (Self, impl std::future::Future<Output = ()>) {
+        let (tx, mut rx) = mpsc::channel::<PendingEvent>(BUFFER);
+        let source = EventSource { component: Some(component.to_string()), host: None };
+        let task = async move {
+            let mut correlator = EventCorrelator::new();
+            while let Some(pending) = rx.recv().await {
+                let event = make_event(&source, pending, jiff::Timestamp::now());
+                record(&client, &mut correlator, event).await;
+            }
+        };
+        (Self { tx, dropped: Default::default() }, task)
+    }
+
+    /// A sink whose events a test reads from the receiver.
+    pub fn channel() -> (Self, mpsc::Receiver<PendingEvent>) {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        (Self { tx, dropped: Default::default() }, rx)
+    }
+
+    pub fn publish(&self, event: PendingEvent) {
+        if let Err(mpsc::error::TrySendError::Full(e)) = self.tx.try_send(event) {
+            self.dropped.record(&e.reason);
+        }
+    }
+}
+
+/// client-go `recordToSink`: correlate, then patch the existing Event or create a new one;
+/// transport failures are retried, rejections are not.
+async fn record(client: &kube::Client, correlator: &mut EventCorrelator, event: Event) {
+    let (event, patch) = match correlator.correlate(event, jiff::Timestamp::now()) {
+        Correlated::Skip => return,
+        Correlated::Create(event) => (event, None),
+        Correlated::Patch { event, patch } => (event, Some(patch)),
+    };
+    let namespace = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
+    for attempt in 1..=MAX_TRIES {
+        match write(&api, &event, patch.as_ref()).await {
+            Ok(written) => {
+                correlator.update_state(&written);
+                return;
+            }
+            Err(e) if api_errors::status(&e).is_some() => {
+                let error = api_errors::message(&e);
+                if api_errors::is_already_exists(&e) || api_errors::is_namespace_terminating(&e) {
+                    tracing::debug!(reason = ?event.reason, %error, "server rejected event; not retrying");
+                } else {
+                    tracing::warn!(reason = ?event.reason, %error, "server rejected event; not retrying");
+                }
+                return;
+            }
+            Err(e) if attempt < MAX_TRIES => {
+                tracing::warn!(reason = ?event.reason, error = %e, attempt, "writing an event failed; retrying");
+                tokio::time::sleep(RETRY_SLEEP).await;
+            }
+            Err(e) => {
+                tracing::warn!(reason = ?event.reason, error = %e, "writing an event failed; giving up")
+            }
+        }
+    }
+}
+
+/// Patches when the correlator asks for it; creates when it does not, or when the Event to patch
+/// is gone.
+async fn write(
+    api: &Api<Event>,
+    event: &Event,
+    patch: Option<&serde_json::Value>,
+) -> Result<Event, kube::Error> {
+    let name = event.metadata.name.as_deref().unwrap_or("");
+    if let Some(patch) = patch {
+        match api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+            Err(e) if api_errors::is_not_found(&e) => {}
+            other => return other,
+        }
+    }
+    let mut fresh = event.clone();
+    fresh.metadata.resource_version = None;
+    api.create(&PostParams::default(), &fresh).await
+}

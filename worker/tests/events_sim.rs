@@ -1,0 +1,95 @@
+//! The event sink against the sim cluster: core/v1 Events written the way client-go's recorder
+//! writes them, repeats counted on one Event by a patch, and floods of similar events combined.
+
+mod common;
+
+use std::time::Duration;
+
+use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_worker::events::{EventSink, PendingEvent};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+
+async fn setup() -> (SimCluster, kube::Client, ConfigMap) {
+    let sim = SimCluster::start(SimConfig::default()).await.expect("sim starts");
+    let client = kube::Client::try_from(kube::Config::new(sim.url().parse().expect("url"))).expect("client");
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let regarding: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "subject"}})).expect("map");
+    let regarding = maps.create(&PostParams::default(), &regarding).await.expect("create subject");
+    (sim, client, regarding)
+}
+
+async fn events_about(client: &kube::Client, name: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(client.clone(), "default");
+    let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    api.list(&lp).await.map(|l| l.items).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn repeats_count_on_one_event_and_similar_ones_are_combined() {
+    let (_sim, client, subject) = setup().await;
+    let (sink, task) = EventSink::new(client.clone(), "cronjob-controller");
+    tokio::spawn(task);
+
+    // The same event three times: one Event, count 3.
+    for _ in 0..3 {
+        sink.publish(PendingEvent::for_object(&subject, false, "SuccessfulCreate", "Created job a"));
+    }
+    let events = common::wait_until("one Event counted 3 times", Duration::from_secs(10), || async {
+        let events = events_about(&client, "subject").await;
+        (events.len() == 1 && events[0].count == Some(3)).then_some(events)
+    })
+    .await;
+    let e = &events[0];
+    assert_eq!(e.reason.as_deref(), Some("SuccessfulCreate"));
+    assert_eq!(e.type_.as_deref(), Some("Normal"));
+    assert_eq!(e.source.as_ref().and_then(|s| s.component.as_deref()), Some("cronjob-controller"));
+    assert_eq!(e.reporting_component.as_deref(), Some("cronjob-controller"));
+    assert_eq!(e.involved_object.uid, subject.metadata.uid);
+    assert!(e.first_timestamp.is_some() && e.last_timestamp >= e.first_timestamp);
+
+    // Nine more distinct messages with the same reason make ten similar events: the tenth is
+    // written as a combined Event.
+    for i in 0..9 {
+        sink.publish(PendingEvent::for_object(
+            &subject,
+            false,
+            "SuccessfulCreate",
+            &format!("Created job b{i}"),
+        ));
+    }
+    let combined = common::wait_until("a combined Event", Duration::from_secs(10), || async {
+        events_about(&client, "subject")
+            .await
+            .into_iter()
+            .find(|e| e.message.as_deref() == Some("(combined from similar events): Created job b8"))
+    })
+    .await;
+    assert_eq!(combined.count, Some(1));
+    // 1 counted Event + 8 single ones + the combined one.
+    assert_eq!(events_about(&client, "subject").await.len(), 10);
+}
+
+#[tokio::test]
+async fn an_object_gets_a_burst_of_25_events_then_is_rate_limited() {
+    let (_sim, client, subject) = setup().await;
+    let (sink, task) = EventSink::new(client.clone(), "job-controller");
+    tokio::spawn(task);
+    // Distinct reasons, so nothing is counted or combined: only the spam filter stops them.
+    for i in 0..30 {
+        sink.publish(PendingEvent::for_object(&subject, true, &format!("Reason{i}"), "m"));
+    }
+    // A marker on another object shows the sink has worked through the queue.
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let other: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "other"}})).expect("map");
+    let other = maps.create(&PostParams::default(), &other).await.expect("create other");
+    sink.publish(PendingEvent::for_object(&other, false, "Marker", "m"));
+    common::wait_until("the marker Event", Duration::from_secs(10), || async {
+        (!events_about(&client, "other").await.is_empty()).then_some(())
+    })
+    .await;
+    let events = events_about(&client, "subject").await;
+    assert_eq!(events.len(), 25, "the spam filter lets 25 through");
+    assert!(events.iter().all(|e| e.type_.as_deref() == Some("Warning")));
+}
