@@ -43,8 +43,13 @@ pub struct BenchCronArgs {
     /// Run the sim as its own process, and report its CPU and this process's apart.
     #[arg(long)]
     pub sim_process: bool,
-    /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs).
-    #[arg(long, default_value_t = 50)]
+    /// Where to write the latency distributions (SVG).
+    #[arg(long, default_value = "target/bench/cron-skew-ttl-lag.svg")]
+    pub plot: std::path::PathBuf,
+    /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs). With an unthrottled
+    /// client each sync is mostly waiting on the API; 200 measured best on 2 cores (50 and 1000
+    /// were slower).
+    #[arg(long, default_value_t = 200)]
     pub concurrency: usize,
 }
 
@@ -60,6 +65,21 @@ impl Sim {
             Sim::InProcess(s) => s.url(),
             Sim::Process(p) => p.url.clone(),
         }
+    }
+
+    /// Requests the in-process sim has served, by "verb resource".
+    fn requests(&self) -> Option<HashMap<String, u64>> {
+        let Sim::InProcess(s) = self else { return None };
+        let snapshot = s.counters().snapshot();
+        let rows = snapshot.get("requests")?.as_array()?;
+        Some(
+            rows.iter()
+                .filter_map(|r| {
+                    let key = format!("{} {}", r.get("verb")?.as_str()?, r.get("resource")?.as_str()?);
+                    Some((key, r.get("count")?.as_u64()?))
+                })
+                .collect(),
+        )
     }
 
     /// CPU seconds of the sim process, when it runs apart.
@@ -124,6 +144,8 @@ struct Percentiles {
     p50: f64,
     p99: f64,
     max: f64,
+    /// The samples, sorted, for the plot.
+    sorted: Vec<f64>,
 }
 
 impl Percentiles {
@@ -134,6 +156,7 @@ impl Percentiles {
             p50: percentile(&values, 0.5),
             p99: percentile(&values, 0.99),
             max: values.last().copied().unwrap_or(f64::NAN),
+            sorted: values,
         }
     }
 
@@ -339,7 +362,15 @@ impl kube::Resource for JobMeta {
 /// Progress per schedule tick: its skew percentiles and the CPU its burst took, when it is whole.
 #[derive(Default)]
 struct TickLog {
-    ticks: HashMap<jiff::Timestamp, (Vec<f64>, Option<f64>, f64)>,
+    ticks: HashMap<jiff::Timestamp, TickStart>,
+}
+
+/// A tick's skews so far, and the counters when its first Job appeared.
+struct TickStart {
+    skews: Vec<f64>,
+    sim_cpu: Option<f64>,
+    own_cpu: f64,
+    requests: Option<HashMap<String, u64>>,
 }
 
 impl TickLog {
@@ -351,36 +382,45 @@ impl TickLog {
         sim: &Sim,
         per_tick: usize,
     ) -> Option<String> {
-        let (skews, sim_cpu, own_cpu) = self
-            .ticks
-            .entry(scheduled)
-            .or_insert_with(|| (Vec::new(), sim.cpu_seconds(), crate::proc_stat::own_cpu_seconds()));
-        skews.push(skew);
-        if skews.len() == per_tick {
-            skews.sort_by(f64::total_cmp);
-            let own = crate::proc_stat::own_cpu_seconds() - *own_cpu;
-            let sim_part = match (*sim_cpu, sim.cpu_seconds()) {
-                (Some(before), Some(after)) => format!(", sim process {:.2} CPU-s", after - before),
-                _ => String::new(),
-            };
-            return Some(format!(
-                "  tick {scheduled}: {per_tick} Jobs, skew p50 {:.3} s, p99 {:.3} s; burst used {own:.2} CPU-s in this process{sim_part}",
-                percentile(skews, 0.5),
-                percentile(skews, 0.99),
-            ));
+        let tick = self.ticks.entry(scheduled).or_insert_with(|| TickStart {
+            skews: Vec::new(),
+            sim_cpu: sim.cpu_seconds(),
+            own_cpu: crate::proc_stat::own_cpu_seconds(),
+            requests: sim.requests(),
+        });
+        tick.skews.push(skew);
+        if tick.skews.len() != per_tick {
+            return None;
         }
-        None
+        tick.skews.sort_by(f64::total_cmp);
+        let own = crate::proc_stat::own_cpu_seconds() - tick.own_cpu;
+        let sim_part = match (tick.sim_cpu, sim.cpu_seconds()) {
+            (Some(before), Some(after)) => format!(", sim process {:.2} CPU-s", after - before),
+            _ => String::new(),
+        };
+        // Requests the sim served during the burst, the biggest first.
+        let requests = match (&tick.requests, sim.requests()) {
+            (Some(before), Some(after)) => {
+                let mut delta: Vec<(u64, String)> = after
+                    .into_iter()
+                    .map(|(k, n)| (n - before.get(&k).copied().unwrap_or(0), k))
+                    .filter(|(n, _)| *n > 0)
+                    .collect();
+                delta.sort_by(|a, b| b.cmp(a));
+                let list: Vec<String> = delta.iter().take(8).map(|(n, k)| format!("{k} {n}")).collect();
+                format!("\n    requests during the burst: {}", list.join(", "))
+            }
+            _ => String::new(),
+        };
+        Some(format!(
+            "  tick {scheduled}: {per_tick} Jobs, skew p50 {:.3} s, p99 {:.3} s; burst used {own:.2} CPU-s in this process{sim_part}{requests}",
+            percentile(&tick.skews, 0.5),
+            percentile(&tick.skews, 0.99),
+        ))
     }
 }
 
-struct Lag {
-    jobs: usize,
-    p50: f64,
-    p99: f64,
-    max: f64,
-}
-
-async fn ttl_lag(args: &BenchCronArgs) -> anyhow::Result<Lag> {
+async fn ttl_lag(args: &BenchCronArgs) -> anyhow::Result<Percentiles> {
     let (_sim, _worker, client) = start("bench-ttl", args).await?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let ttl = 30;
@@ -430,12 +470,7 @@ async fn ttl_lag(args: &BenchCronArgs) -> anyhow::Result<Lag> {
     }
     let mut lags: Vec<f64> = deleted_at.values().map(|t| t.duration_since(expire_at).as_secs_f64()).collect();
     lags.sort_by(f64::total_cmp);
-    Ok(Lag {
-        jobs: lags.len(),
-        p50: percentile(&lags, 0.5),
-        p99: percentile(&lags, 0.99),
-        max: *lags.last().unwrap_or(&0.0),
-    })
+    Ok(Percentiles::of(lags))
 }
 
 pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
@@ -443,14 +478,20 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
     let lag = if args.cron_only { None } else { Some(ttl_lag(&args).await.context("TTL lag")?) };
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     println!(
-        "## CronJob and TTL benchmark ({cpus} CPUs; sim and one standalone worker in one process, unthrottled client, controllers {:?}, {} CronJob syncs)",
-        args.controllers, args.concurrency
+        "## CronJob and TTL benchmark ({cpus} CPUs; {}, unthrottled client, controllers {:?}, {} CronJob syncs)",
+        if args.sim_process {
+            "the sim in its own process, one standalone worker"
+        } else {
+            "the sim and one standalone worker in one process"
+        },
+        args.controllers,
+        args.concurrency
     );
     println!();
     println!("| measure | n | p50 | p99 | max |");
     println!("|---|---|---|---|---|");
     let skew_cpu = skew.as_ref().and_then(|s| s.burst_cpu);
-    if let Some(s) = skew {
+    if let Some(s) = &skew {
         let what = format!(
             "{} every-minute CronJobs in {} namespaces, {} ticks",
             args.cronjobs, args.namespaces, args.ticks
@@ -460,17 +501,46 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
         }
         println!("{}", s.seen.row(&format!("Job creation skew (seen by a watcher), {what}")));
     }
+    if let Some(l) = &lag {
+        println!(
+            "{}",
+            l.row(&format!("TTL deletion lag after expiry, {} Jobs expiring at once", args.ttl_jobs))
+        );
+    }
     if let Some((sim_cpu, own_cpu)) = skew_cpu {
         println!();
         println!(
             "CPU over the last tick's burst: sim process {sim_cpu:.2} s, worker and watcher process {own_cpu:.2} s"
         );
     }
-    if let Some(l) = lag {
-        println!(
-            "| TTL deletion lag after expiry, {} Jobs expiring at once | {} | {:.3} s | {:.3} s | {:.3} s |",
-            args.ttl_jobs, l.jobs, l.p50, l.p99, l.max
-        );
+    let mut series = Vec::new();
+    if let Some(s) = &skew {
+        if let Some(stored) = &s.stored {
+            series.push(crate::plot::Series {
+                name: "CronJob skew: Job stored".into(),
+                points: crate::plot::cdf_points(&stored.sorted, 400),
+            });
+        }
+        series.push(crate::plot::Series {
+            name: "CronJob skew: Job seen by a watcher".into(),
+            points: crate::plot::cdf_points(&s.seen.sorted, 400),
+        });
     }
+    if let Some(l) = &lag {
+        series.push(crate::plot::Series {
+            name: "TTL: Job deleted after expiry".into(),
+            points: crate::plot::cdf_points(&l.sorted, 400),
+        });
+    }
+    crate::plot::latency_cdf_chart(
+        &args.plot,
+        &format!(
+            "CronJob skew ({} CronJobs) and TTL lag ({} Jobs), one worker",
+            args.cronjobs, args.ttl_jobs
+        ),
+        &series,
+        Some(1.0),
+    )?;
+    eprintln!("plot written to {}", args.plot.display());
     Ok(())
 }

@@ -63,3 +63,73 @@ pub fn log_x_line_chart(
     root.present().context("writing the SVG")?;
     Ok(())
 }
+
+/// Cumulative distributions of latencies: for each series, the share of samples (y, 0–100%) at
+/// or under each latency (x, seconds). A goal can be drawn as a vertical line.
+pub fn latency_cdf_chart(
+    path: &Path,
+    title: &str,
+    series: &[Series],
+    goal_seconds: Option<f64>,
+) -> anyhow::Result<()> {
+    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 1.1;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).context("drawing the background")?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, 0f64..100f64)
+        .context("building the chart")?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("% of samples at or under")
+        .x_label_formatter(&|x| format!("{x:.1}"))
+        .y_label_formatter(&|y| format!("{y:.0}%"))
+        .draw()
+        .context("drawing the axes")?;
+    if let Some(goal) = goal_seconds {
+        chart
+            .draw_series(LineSeries::new([(goal, 0.0), (goal, 100.0)], RED.stroke_width(1)))
+            .context("drawing the goal")?
+            .label(format!("goal: p99 under {goal} s"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(1)));
+    }
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+            .context("drawing a series")?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .context("legend")?;
+    root.present().context("writing the SVG")?;
+    Ok(())
+}
+
+/// The points of a cumulative distribution of `values`, thinned to at most `points`.
+pub fn cdf_points(values: &[f64], points: usize) -> Vec<(f64, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let step = n.div_ceil(points.max(1)).max(1);
+    let mut out: Vec<(f64, f64)> =
+        (0..n).step_by(step).map(|i| (sorted[i], 100.0 * (i + 1) as f64 / n as f64)).collect();
+    out.push((sorted[n - 1], 100.0));
+    out
+}

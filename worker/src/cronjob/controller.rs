@@ -164,11 +164,11 @@ impl CronJobController {
                 }
                 Next::CreateJob(c) => {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
-                    let r = api.create(&PostParams::default(), &c.job).await.map_err(api_error);
+                    let r = api.create(&PostParams::default(), &c.job).await.map(Arc::new).map_err(api_error);
                     if let Ok(created) = &r {
-                        self.cache_job(Arc::new(created.clone()));
+                        self.cache_job(created.clone());
                     }
-                    c.answer(r)
+                    c.answer(r.as_deref().map_err(Clone::clone))
                 }
                 Next::UpdateStatus(u) => {
                     let ns = u.cronjob.metadata.namespace.clone().unwrap_or_default();

@@ -226,7 +226,8 @@ pub struct CreateJob {
 }
 
 impl CreateJob {
-    pub fn answer(self, result: Result<Job, ApiError>) -> Step {
+    /// The created Job is only read, so the shell can keep its copy for its cache.
+    pub fn answer(self, result: Result<&Job, ApiError>) -> Step {
         self.state.after_create(self.resume, result)
     }
 }

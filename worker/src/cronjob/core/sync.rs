@@ -525,7 +525,7 @@ impl SyncState {
     pub(super) fn after_create(
         mut self: Box<Self>,
         resume: CreateResume,
-        result: Result<Job, ApiError>,
+        result: Result<&Job, ApiError>,
     ) -> Step {
         let create = resume.0;
         let phase = match result {
@@ -535,7 +535,7 @@ impl SyncState {
                     seconds: go_seconds(go_sub(created, create.scheduled.timestamp())),
                 });
                 self.event(events::successful_create(job.metadata.name.as_deref().unwrap_or_default()));
-                self.record_job(&job, &create)
+                self.record_job(job, &create)
             }
             Err(e) => match e.kind {
                 // Every create fails in a terminating namespace: no event.

@@ -282,7 +282,7 @@ fn drive(mut step: Step, api: &Fake) -> Trace {
                         Ok(job)
                     }
                 };
-                c.answer(r)
+                c.answer(r.as_ref().map_err(Clone::clone))
             }
             Next::UpdateStatus(u) => {
                 trace.updates.push((*u.cronjob).clone());
