@@ -3,10 +3,10 @@
 //! controllers share one Job informer, so each Job event is decoded once and the API server
 //! holds one watch instead of three.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -27,14 +27,56 @@ pub trait Handler<K>: Send + Sync {
     fn synced(&self);
 }
 
-/// Whether `incoming` is a later version of an object than `cached`. Resource versions are
-/// opaque by contract, but etcd-backed API servers (and the sim) issue increasing integers; when
-/// either does not parse, `incoming` counts as newer, which is what an informer assumes.
+/// Whether `incoming` should replace `cached`: another object under the same name (a new uid),
+/// or a later version of the same one. Resource versions are opaque by contract, but etcd-backed
+/// API servers (and the sim) issue increasing integers; when either does not parse, `incoming`
+/// counts as newer, which is what an informer assumes.
 pub fn is_newer(cached: &ObjectMeta, incoming: &ObjectMeta) -> bool {
+    if cached.uid != incoming.uid {
+        return true;
+    }
     let version = |m: &ObjectMeta| m.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
     match (version(cached), version(incoming)) {
         (Some(c), Some(i)) => i > c,
         _ => true,
+    }
+}
+
+/// How long [`RecentlyDeleted`] remembers a deletion: far longer than any request takes.
+const RECENTLY_DELETED_WINDOW: Duration = Duration::from_secs(60);
+
+/// UIDs whose deletion a watch reported lately. A write's response can arrive after the watch
+/// has already reported the object deleted; a cache that took the response in would keep a ghost
+/// that no later event removes.
+#[derive(Default)]
+pub struct RecentlyDeleted {
+    inner: parking_lot::Mutex<Deletions>,
+}
+
+/// The deletions in the order seen, and the same uids for lookup.
+#[derive(Default)]
+struct Deletions {
+    order: VecDeque<(Instant, String)>,
+    uids: HashSet<String>,
+}
+
+impl RecentlyDeleted {
+    pub fn record(&self, uid: Option<&str>) {
+        let Some(uid) = uid else { return };
+        let mut inner = self.inner.lock();
+        let Deletions { order, uids } = &mut *inner;
+        while order.front().is_some_and(|(at, _)| at.elapsed() > RECENTLY_DELETED_WINDOW) {
+            if let Some((_, old)) = order.pop_front() {
+                uids.remove(&old);
+            }
+        }
+        if uids.insert(uid.to_string()) {
+            order.push_back((Instant::now(), uid.to_string()));
+        }
+    }
+
+    pub fn contains(&self, uid: Option<&str>) -> bool {
+        uid.is_some_and(|uid| self.inner.lock().uids.contains(uid))
     }
 }
 
@@ -108,6 +150,23 @@ mod tests {
         assert!(is_newer(&at(Some("9")), &at(Some("10"))), "numeric, not string, order");
         assert!(!is_newer(&at(Some("10")), &at(Some("10"))), "the echo of our own write");
         assert!(!is_newer(&at(Some("11")), &at(Some("10"))), "a late response must not roll the cache back");
+    }
+
+    #[test]
+    fn another_object_under_the_same_name_is_newer_whatever_its_version() {
+        let old = ObjectMeta { uid: Some("a".into()), ..at(Some("10")) };
+        let recreated = ObjectMeta { uid: Some("b".into()), ..at(Some("5")) };
+        assert!(is_newer(&old, &recreated));
+    }
+
+    #[test]
+    fn recently_deleted_remembers_uids_and_ignores_missing_ones() {
+        let deleted = RecentlyDeleted::default();
+        deleted.record(Some("u1"));
+        deleted.record(None);
+        assert!(deleted.contains(Some("u1")));
+        assert!(!deleted.contains(Some("u2")));
+        assert!(!deleted.contains(None));
     }
 
     #[test]

@@ -282,7 +282,6 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
     let mut stream = watcher(jobs, watcher::Config::default()).boxed();
     eprintln!("  waiting for {} schedule ticks ({want} Jobs)", args.ticks);
     let mut last_report = Instant::now();
-    let mut burst_start: Option<(Option<f64>, f64)> = None;
     let mut ticks = TickLog::default();
     while skews.len() < want {
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -294,10 +293,6 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
         {
             let skew = jiff::Timestamp::now().duration_since(scheduled).as_secs_f64();
             skews.push(skew);
-            // The last tick's burst starts with its first Job.
-            if skews.len() == want - args.cronjobs + 1 {
-                burst_start = Some((sim.cpu_seconds(), crate::proc_stat::own_cpu_seconds()));
-            }
             if let Some(line) = ticks.observe(scheduled, skew, &sim, args.cronjobs) {
                 eprintln!("{line}");
             }
@@ -307,15 +302,11 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
             last_report = Instant::now();
         }
     }
-    let burst_cpu = match (burst_start, sim.cpu_seconds()) {
-        (Some((Some(sim_before), own_before)), Some(sim_after)) => {
-            Some((sim_after - sim_before, crate::proc_stat::own_cpu_seconds() - own_before))
-        }
-        _ => None,
-    };
     let stored = match store_log {
         Some(log) => {
-            let mut by_tick: Vec<_> = log.skews()?.into_iter().collect();
+            // The ticks the watcher measured, no more: the log may hold part of a next one.
+            let mut by_tick: Vec<_> =
+                log.skews()?.into_iter().filter(|(tick, _)| ticks.ticks.contains_key(tick)).collect();
             by_tick.sort_by_key(|(tick, _)| *tick);
             for (tick, skews) in &by_tick {
                 let p = Percentiles::of(skews.clone());
@@ -325,7 +316,7 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
         }
         None => None,
     };
-    Ok(Skew { burst_cpu, seen: Percentiles::of(skews), stored })
+    Ok(Skew { burst_cpu: ticks.last_burst_cpu, seen: Percentiles::of(skews), stored })
 }
 
 /// A Job as the skew watcher reads it: metadata only, so the measuring watcher, which shares
@@ -363,6 +354,8 @@ impl kube::Resource for JobMeta {
 #[derive(Default)]
 struct TickLog {
     ticks: HashMap<jiff::Timestamp, TickStart>,
+    /// CPU seconds of the sim process (when apart) and of this one over the last whole tick.
+    last_burst_cpu: Option<(f64, f64)>,
 }
 
 /// A tick's skews so far, and the counters when its first Job appeared.
@@ -392,12 +385,10 @@ impl TickLog {
         if tick.skews.len() != per_tick {
             return None;
         }
-        tick.skews.sort_by(f64::total_cmp);
         let own = crate::proc_stat::own_cpu_seconds() - tick.own_cpu;
-        let sim_part = match (tick.sim_cpu, sim.cpu_seconds()) {
-            (Some(before), Some(after)) => format!(", sim process {:.2} CPU-s", after - before),
-            _ => String::new(),
-        };
+        let sim_cpu = tick.sim_cpu.zip(sim.cpu_seconds()).map(|(before, after)| after - before);
+        self.last_burst_cpu = sim_cpu.map(|s| (s, own));
+        let sim_part = sim_cpu.map(|s| format!(", sim process {s:.2} CPU-s")).unwrap_or_default();
         // Requests the sim served during the burst, the biggest first.
         let requests = match (&tick.requests, sim.requests()) {
             (Some(before), Some(after)) => {
@@ -412,10 +403,10 @@ impl TickLog {
             }
             _ => String::new(),
         };
+        let p = Percentiles::of(tick.skews.clone());
         Some(format!(
             "  tick {scheduled}: {per_tick} Jobs, skew p50 {:.3} s, p99 {:.3} s; burst used {own:.2} CPU-s in this process{sim_part}{requests}",
-            percentile(&tick.skews, 0.5),
-            percentile(&tick.skews, 0.99),
+            p.p50, p.p99,
         ))
     }
 }

@@ -119,10 +119,8 @@ pub fn latency_cdf_chart(
     Ok(())
 }
 
-/// The points of a cumulative distribution of `values`, thinned to at most `points`.
-pub fn cdf_points(values: &[f64], points: usize) -> Vec<(f64, f64)> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+/// The points of the cumulative distribution of `sorted` (ascending), thinned to at most `points`.
+pub fn cdf_points(sorted: &[f64], points: usize) -> Vec<(f64, f64)> {
     let n = sorted.len();
     if n == 0 {
         return Vec::new();

@@ -14,7 +14,7 @@ use super::core::{self, ApiError, ApiErrorKind, Effect, Next, Outcome, UpdateAct
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
-use crate::informer::is_newer;
+use crate::informer::{RecentlyDeleted, is_newer};
 use crate::job::cache::ObjectKey;
 use crate::job::controller::Owns;
 use crate::runtime::workqueue::WorkQueue;
@@ -32,6 +32,16 @@ pub struct CronJobController {
     owns: Owns,
     /// (CronJobs listed, Jobs listed): workers start once both are.
     synced: tokio::sync::watch::Sender<(bool, bool)>,
+    /// Jobs and CronJobs the watch reported deleted: write responses must not revive them.
+    deleted: RecentlyDeleted,
+}
+
+/// What [`CronJobController::cache_cronjob`] did.
+enum Cached {
+    /// The cache already held this version or a later one.
+    Stale,
+    /// The CronJob went in, replacing this.
+    Replaced(Option<Arc<CronJob>>),
 }
 
 fn api_error(e: kube::Error) -> ApiError {
@@ -77,6 +87,7 @@ impl CronJobController {
             clock,
             owns,
             synced: tokio::sync::watch::channel((false, false)).0,
+            deleted: RecentlyDeleted::default(),
         }))
     }
 
@@ -165,7 +176,9 @@ impl CronJobController {
                 Next::CreateJob(c) => {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
                     let r = api.create(&PostParams::default(), &c.job).await.map(Arc::new).map_err(api_error);
-                    if let Ok(created) = &r {
+                    if let Ok(created) = &r
+                        && !self.deleted.contains(created.metadata.uid.as_deref())
+                    {
                         self.cache_job(created.clone());
                     }
                     c.answer(r.as_deref().map_err(Clone::clone))
@@ -175,12 +188,10 @@ impl CronJobController {
                     let name = u.cronjob.metadata.name.clone().unwrap_or_default();
                     let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);
                     let r = api.replace_status(&name, &PostParams::default(), &u.cronjob).await;
-                    if let Ok(written) = &r {
-                        let mut cronjobs = self.cronjobs.write();
-                        let key = ObjectKey::of(&written.metadata);
-                        if cronjobs.get(&key).is_none_or(|c| is_newer(&c.metadata, &written.metadata)) {
-                            cronjobs.insert(key, Arc::new(written.clone()));
-                        }
+                    if let Ok(written) = &r
+                        && !self.deleted.contains(written.metadata.uid.as_deref())
+                    {
+                        self.cache_cronjob(Arc::new(written.clone()));
                     }
                     u.answer(r.map(|_| ()).map_err(api_error))
                 }
@@ -206,6 +217,19 @@ impl CronJobController {
     }
 }
 
+impl CronJobController {
+    /// Puts a CronJob the controller wrote or watched into its cache, unless the cache already
+    /// holds this version or a later one.
+    fn cache_cronjob(&self, cj: Arc<CronJob>) -> Cached {
+        let key = ObjectKey::of(&cj.metadata);
+        let mut cronjobs = self.cronjobs.write();
+        if cronjobs.get(&key).is_some_and(|c| !is_newer(&c.metadata, &cj.metadata)) {
+            return Cached::Stale;
+        }
+        Cached::Replaced(cronjobs.insert(key, cj))
+    }
+}
+
 impl crate::informer::Handler<Job> for CronJobController {
     fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
@@ -226,6 +250,7 @@ impl crate::informer::Handler<Job> for CronJobController {
     }
 
     fn deleted(&self, job: &Arc<Job>) {
+        self.deleted.record(job.metadata.uid.as_deref());
         let key = ObjectKey::of(&job.metadata);
         if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
             ns.remove(&key.name);
@@ -248,13 +273,7 @@ impl crate::informer::Handler<CronJob> for CronJobController {
         }
         // The cache, not the informer, holds the previous version: our own status writes land
         // in it first, and their echo changes nothing the last sync did not see.
-        let old = {
-            let mut cronjobs = self.cronjobs.write();
-            if cronjobs.get(&key).is_some_and(|c| !is_newer(&c.metadata, &cj.metadata)) {
-                return;
-            }
-            cronjobs.insert(key.clone(), cj.clone())
-        };
+        let Cached::Replaced(old) = self.cache_cronjob(cj.clone()) else { return };
         match old {
             None => self.queue.add(key),
             Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
@@ -271,6 +290,7 @@ impl crate::informer::Handler<CronJob> for CronJobController {
     }
 
     fn deleted(&self, cj: &Arc<CronJob>) {
+        self.deleted.record(cj.metadata.uid.as_deref());
         self.cronjobs.write().remove(&ObjectKey::of(&cj.metadata));
     }
 

@@ -219,7 +219,7 @@ impl EventAggregator {
         let now_time = Time(now);
         let aggregate = Event {
             metadata: ObjectMeta {
-                name: Some(format!("{}.{}", s(&new_event.involved_object.name), go_hex(unix_nano(now)))),
+                name: Some(event_name(s(&new_event.involved_object.name), now)),
                 namespace: new_event.metadata.namespace.clone(),
                 ..ObjectMeta::default()
             },
@@ -235,6 +235,11 @@ impl EventAggregator {
         };
         (aggregate, aggregate_key)
     }
+}
+
+/// An Event's name as client-go makes it: `fmt.Sprintf("%v.%x", name, t.UnixNano())`.
+pub fn event_name(object_name: &str, at: Timestamp) -> String {
+    format!("{object_name}.{}", go_hex(unix_nano(at)))
 }
 
 /// Go's `Time.UnixNano`: wraps outside int64 like Go does.

@@ -33,6 +33,9 @@ pub struct PendingEvent {
     pub warning: bool,
     pub reason: String,
     pub message: String,
+    /// When the controller recorded it: client-go stamps an event in `Eventf`, not when its
+    /// broadcaster gets round to writing it.
+    pub at: jiff::Timestamp,
 }
 
 impl PendingEvent {
@@ -46,17 +49,24 @@ impl PendingEvent {
         reason: &str,
         message: &str,
     ) -> Self {
-        Self { regarding: obj.object_ref(&()), warning, reason: reason.into(), message: message.into() }
+        Self {
+            regarding: obj.object_ref(&()),
+            warning,
+            reason: reason.into(),
+            message: message.into(),
+            at: jiff::Timestamp::now(),
+        }
     }
 }
 
 /// client-go's `recorder.makeEvent`: named after the object and the time in hex nanoseconds.
-pub fn make_event(source: &EventSource, pending: PendingEvent, now: jiff::Timestamp) -> Event {
+pub fn make_event(source: &EventSource, pending: PendingEvent) -> Event {
     let namespace = match pending.regarding.namespace.as_deref() {
         Some(ns) if !ns.is_empty() => ns.to_string(),
         _ => "default".to_string(),
     };
-    let name = format!("{}.{:x}", pending.regarding.name.as_deref().unwrap_or(""), now.as_nanosecond());
+    let now = pending.at;
+    let name = correlator::event_name(pending.regarding.name.as_deref().unwrap_or(""), now);
     Event {
         metadata: ObjectMeta { name: Some(name), namespace: Some(namespace), ..ObjectMeta::default() },
         involved_object: pending.regarding,
@@ -106,7 +116,7 @@ impl EventSink {
         let task = async move {
             let mut correlator = EventCorrelator::new();
             while let Some(pending) = rx.recv().await {
-                let event = make_event(&source, pending, jiff::Timestamp::now());
+                let event = make_event(&source, pending);
                 record(&client, &mut correlator, event).await;
             }
         };
@@ -153,7 +163,11 @@ async fn record(client: &kube::Client, correlator: &mut EventCorrelator, event: 
             }
             Err(e) if attempt < MAX_TRIES => {
                 tracing::warn!(reason = ?event.reason, error = %e, attempt, "writing an event failed; retrying");
-                tokio::time::sleep(RETRY_SLEEP).await;
+                // Upstream randomises the first wait, so recorders that lost the API server
+                // together do not come back in step.
+                let wait =
+                    if attempt == 1 { RETRY_SLEEP.mul_f64(rand::random::<f64>()) } else { RETRY_SLEEP };
+                tokio::time::sleep(wait).await;
             }
             Err(e) => {
                 tracing::warn!(reason = ?event.reason, error = %e, "writing an event failed; giving up")

@@ -158,9 +158,9 @@ impl Watcher {
             };
         let dropped_by_fault =
             faults.drop_after_seconds.is_some_and(|s| Duration::from_secs_f64(s.max(0.0)) < self.req.timeout);
-        // One buffer for the life of the watch: `split` hands each batch over and, once the
-        // connection has written it, `reserve` takes the memory back, so a busy watch does not
-        // fault in fresh pages for every batch.
+        // One buffer for the life of the watch: `split` hands each batch over, and the next
+        // write into the buffer reuses its memory once every batch handed over has been written
+        // and dropped, so a busy watch does not fault in fresh pages for every batch.
         let mut buf = BytesMut::with_capacity(2 * BATCH_BYTES);
         match initial {
             Initial::Objects(objects) => {
