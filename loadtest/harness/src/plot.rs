@@ -11,6 +11,51 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// An 800×500 white SVG canvas at `path`, its directory created.
+fn svg_canvas(path: &Path) -> anyhow::Result<DrawingArea<SVGBackend<'_>, plotters::coord::Shift>> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).context("drawing the background")?;
+    Ok(root)
+}
+
+/// Draws each series as a line in its palette colour, with a dot at each point when `dots`, and
+/// the legend at `legend`.
+fn draw_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+    dots: bool,
+    legend: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+            .context("drawing a series")?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        if dots {
+            chart
+                .draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .context("drawing points")?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .context("legend")?;
+    Ok(())
+}
+
 /// A line chart with a logarithmic x axis (watcher counts, Job sizes, …).
 pub fn log_x_line_chart(
     path: &Path,
@@ -23,11 +68,7 @@ pub fn log_x_line_chart(
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let x_max = xs.fold(1.0f64, f64::max) * 1.5;
     let y_max = ys.fold(1.0f64, f64::max) * 1.15;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).context("drawing the background")?;
+    let root = svg_canvas(path)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
@@ -43,23 +84,7 @@ pub fn log_x_line_chart(
         .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
         .draw()
         .context("drawing the axes")?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
-            .context("drawing a series")?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart
-            .draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-            .context("drawing points")?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .context("legend")?;
+    draw_lines(&mut chart, series, true, SeriesLabelPosition::MiddleRight)?;
     root.present().context("writing the SVG")?;
     Ok(())
 }
@@ -73,11 +98,7 @@ pub fn latency_cdf_chart(
     goal_seconds: Option<f64>,
 ) -> anyhow::Result<()> {
     let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 1.1;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).context("drawing the background")?;
+    let root = svg_canvas(path)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(15)
@@ -100,21 +121,7 @@ pub fn latency_cdf_chart(
             .label(format!("goal: p99 under {goal} s"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(1)));
     }
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
-            .context("drawing a series")?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .context("legend")?;
+    draw_lines(&mut chart, series, false, SeriesLabelPosition::LowerRight)?;
     root.present().context("writing the SVG")?;
     Ok(())
 }
