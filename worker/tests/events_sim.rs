@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use batchfleet_sim::{SimCluster, SimConfig};
-use batchfleet_worker::events::{EventSink, PendingEvent};
+use batchfleet_worker::events::{EventSink, EventType, PendingEvent};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
@@ -34,7 +34,12 @@ async fn repeats_count_on_one_event_and_similar_ones_are_combined() {
 
     // The same event three times: one Event, count 3.
     for _ in 0..3 {
-        sink.publish(PendingEvent::for_object(&subject, false, "SuccessfulCreate", "Created job a"));
+        sink.publish(PendingEvent::for_object(
+            &subject,
+            EventType::Normal,
+            "SuccessfulCreate",
+            "Created job a",
+        ));
     }
     let events = common::wait_until("one Event counted 3 times", Duration::from_secs(10), || async {
         let events = events_about(&client, "subject").await;
@@ -54,7 +59,7 @@ async fn repeats_count_on_one_event_and_similar_ones_are_combined() {
     for i in 0..9 {
         sink.publish(PendingEvent::for_object(
             &subject,
-            false,
+            EventType::Normal,
             "SuccessfulCreate",
             &format!("Created job b{i}"),
         ));
@@ -78,13 +83,13 @@ async fn an_object_gets_a_burst_of_25_events_then_is_rate_limited() {
     tokio::spawn(task);
     // Distinct reasons, so nothing is counted or combined: only the spam filter stops them.
     for i in 0..30 {
-        sink.publish(PendingEvent::for_object(&subject, true, &format!("Reason{i}"), "m"));
+        sink.publish(PendingEvent::for_object(&subject, EventType::Warning, &format!("Reason{i}"), "m"));
     }
     // A marker on another object shows the sink has worked through the queue.
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let other: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "other"}})).expect("map");
     let other = maps.create(&PostParams::default(), &other).await.expect("create other");
-    sink.publish(PendingEvent::for_object(&other, false, "Marker", "m"));
+    sink.publish(PendingEvent::for_object(&other, EventType::Normal, "Marker", "m"));
     common::wait_until("the marker Event", Duration::from_secs(10), || async {
         (!events_about(&client, "other").await.is_empty()).then_some(())
     })

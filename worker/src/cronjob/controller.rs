@@ -143,12 +143,7 @@ impl CronJobController {
         loop {
             for effect in std::mem::take(&mut step.effects) {
                 match effect {
-                    Effect::Event(e) => self.events.publish(PendingEvent::for_object(
-                        &*cj,
-                        e.type_ == core::EventType::Warning,
-                        e.reason,
-                        &e.message,
-                    )),
+                    Effect::Event(e) => self.publish(&cj, &e),
                     Effect::CreationSkew { seconds } => self.skew.observe(seconds),
                 }
             }
@@ -218,6 +213,11 @@ impl CronJobController {
 }
 
 impl CronJobController {
+    /// Records an event the core decided on, about `cj`.
+    fn publish(&self, cj: &CronJob, e: &core::Event) {
+        self.events.publish(PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
+    }
+
     /// Puts a CronJob the controller wrote or watched into its cache, unless the cache already
     /// holds this version or a later one.
     fn cache_cronjob(&self, cj: Arc<CronJob>) -> Cached {
@@ -279,12 +279,7 @@ impl crate::informer::Handler<CronJob> for CronJobController {
             Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
                 UpdateAction::Enqueue => self.queue.add(key),
                 UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
-                UpdateAction::Unparseable(e) => self.events.publish(PendingEvent::for_object(
-                    &**cj,
-                    e.type_ == core::EventType::Warning,
-                    e.reason,
-                    &e.message,
-                )),
+                UpdateAction::Unparseable(e) => self.publish(cj, &e),
             },
         }
     }

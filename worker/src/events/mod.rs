@@ -16,7 +16,7 @@ use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 
-pub use correlator::{Correlated, EventCorrelator};
+use correlator::{Correlated, EventCorrelator};
 
 use crate::api_errors;
 
@@ -26,11 +26,27 @@ const BUFFER: usize = 1000;
 const MAX_TRIES: u32 = 12;
 const RETRY_SLEEP: Duration = Duration::from_secs(10);
 
+/// An event's type, as the API spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
 /// An event a controller wants recorded.
 #[derive(Debug, Clone)]
 pub struct PendingEvent {
     pub regarding: ObjectReference,
-    pub warning: bool,
+    pub type_: EventType,
     pub reason: String,
     pub message: String,
     /// When the controller recorded it: client-go stamps an event in `Eventf`, not when its
@@ -39,19 +55,15 @@ pub struct PendingEvent {
 }
 
 impl PendingEvent {
-    pub fn for_job(job: &k8s_openapi::api::batch::v1::Job, type_: &str, reason: &str, message: &str) -> Self {
-        Self::for_object(job, type_ == "Warning", reason, message)
-    }
-
     pub fn for_object<K: Resource<DynamicType = ()>>(
         obj: &K,
-        warning: bool,
+        type_: EventType,
         reason: &str,
         message: &str,
     ) -> Self {
         Self {
             regarding: obj.object_ref(&()),
-            warning,
+            type_,
             reason: reason.into(),
             message: message.into(),
             at: jiff::Timestamp::now(),
@@ -75,7 +87,7 @@ pub fn make_event(source: &EventSource, pending: PendingEvent) -> Event {
         first_timestamp: Some(Time(now)),
         last_timestamp: Some(Time(now)),
         count: Some(1),
-        type_: Some(if pending.warning { "Warning" } else { "Normal" }.to_string()),
+        type_: Some(pending.type_.as_str().to_string()),
         source: Some(source.clone()),
         reporting_component: source.component.clone(),
         reporting_instance: source.host.clone(),
@@ -121,12 +133,6 @@ impl EventSink {
             }
         };
         (Self { tx, dropped: Default::default() }, task)
-    }
-
-    /// A sink whose events a test reads from the receiver.
-    pub fn channel() -> (Self, mpsc::Receiver<PendingEvent>) {
-        let (tx, rx) = mpsc::channel(BUFFER);
-        (Self { tx, dropped: Default::default() }, rx)
     }
 
     pub fn publish(&self, event: PendingEvent) {

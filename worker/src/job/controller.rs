@@ -474,7 +474,7 @@ impl JobController {
 
     fn publish(&self, job: &Job, events: Vec<core::Event>) {
         for e in events {
-            self.events.publish(PendingEvent::for_job(job, e.type_.as_str(), &e.reason, &e.message));
+            self.events.publish(PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
         }
     }
 }

@@ -59,20 +59,7 @@ pub struct Event {
     pub message: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
+pub use crate::events::EventType;
 
 /// What the shell knows about a failed API call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -220,20 +220,7 @@ pub enum SyncError {
     RemoveTrackingFinalizer(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
+pub use crate::events::EventType;
 
 /// An event on the Job (source component `job-controller`).
 #[derive(Clone, Debug, PartialEq, Eq)]
