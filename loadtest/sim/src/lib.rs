@@ -18,6 +18,7 @@ pub mod patch;
 pub mod resources;
 pub mod selector;
 pub mod store;
+pub mod testing;
 
 mod sim;
 

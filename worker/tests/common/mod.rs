@@ -2,7 +2,6 @@
 //! per test, on free ports; Job builders; deadline-bounded waits.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -71,22 +70,9 @@ pub fn job(name: &str, spec: Value, annotations: Value) -> Job {
     .expect("job")
 }
 
-pub async fn wait_until<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let end = tokio::time::Instant::now() + deadline;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > end {
-            panic!("timed out after {deadline:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+// Not every test binary that includes this module waits.
+#[allow(unused_imports)]
+pub use batchfleet_sim::testing::wait_until;
 
 /// Waits for the Job to have a True condition of `kind`; returns the Job.
 pub async fn wait_condition(api: &Api<Job>, name: &str, kind: &str, deadline: Duration) -> Job {

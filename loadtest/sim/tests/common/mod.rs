@@ -2,7 +2,6 @@
 //! port, kube-rs clients, the real kubectl, and deadline-bounded waits.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
@@ -43,23 +42,9 @@ pub fn retrying_client(sim: &SimCluster) -> kube::Client {
     kube::Client::try_from(config).expect("client")
 }
 
-/// Polls `check` until it returns `Some`, failing the test after `deadline`.
-pub async fn wait_until<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let end = tokio::time::Instant::now() + deadline;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > end {
-            panic!("timed out after {deadline:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+// Not every test binary that includes this module waits.
+#[allow(unused_imports)]
+pub use batchfleet_sim::testing::wait_until;
 
 /// The real kubectl 1.37, against one sim cluster, with its own discovery cache.
 pub struct Kubectl {
