@@ -1,6 +1,6 @@
-//! The worker's Kubernetes client: kubeconfig or in-cluster config, and client-go's client-side
+//! The worker's Kubernetes client: kubeconfig or in-cluster config, client-go's client-side
 //! rate limit (a token bucket of `qps` with `burst`), so a worker's API load is bounded the way
-//! kube-controller-manager's is (QPS 20, burst 30 by default).
+//! kube-controller-manager's is (QPS 20, burst 30 by default), and a cap on requests in flight.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,11 +13,26 @@ use std::pin::Pin;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-/// Client-side rate limit; `qps <= 0` disables it.
+/// Client-side limits on the API load.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit {
+pub struct ClientLimits {
+    /// Token-bucket rate; `qps <= 0` disables it.
     pub qps: f64,
     pub burst: u32,
+    /// Requests in flight at once (0: no cap). The rest wait their turn in arrival order, as
+    /// streams do on one HTTP/2 connection to kube-apiserver. This, not the number of
+    /// concurrent syncs, bounds the connections and the load a burst puts on the API server, and
+    /// it serves a burst's requests first come, first served: a CronJob's Job creation, issued
+    /// as its sync starts, goes ahead of the status writes of syncs that started later.
+    pub max_in_flight: usize,
+}
+
+impl ClientLimits {
+    /// No rate limit and no cap (tests and benchmarks that measure the system, not the limits).
+    pub const UNLIMITED: Self = Self { qps: 0.0, burst: 1, max_in_flight: 0 };
+    /// kube-controller-manager's defaults (--kube-api-qps 20, --kube-api-burst 30) and a cap of
+    /// 200 requests in flight.
+    pub const DEFAULT: Self = Self { qps: 20.0, burst: 30, max_in_flight: 200 };
 }
 
 /// A token bucket shared by every request of one client.
@@ -29,7 +44,7 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    pub fn new(limit: RateLimit) -> Self {
+    pub fn new(limit: ClientLimits) -> Self {
         let burst = f64::from(limit.burst.max(1));
         Self { qps: limit.qps, burst, state: Mutex::new((burst, Instant::now())) }
     }
@@ -53,7 +68,7 @@ pub struct RateLimitLayer {
 }
 
 impl RateLimitLayer {
-    pub fn new(limit: RateLimit) -> Self {
+    pub fn new(limit: ClientLimits) -> Self {
         Self { bucket: Arc::new(TokenBucket::new(limit)) }
     }
 }
@@ -119,8 +134,8 @@ pub enum ClientError {
     Build(#[from] kube::Error),
 }
 
-/// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the rate limit.
-pub async fn build(kubeconfig: Option<&Path>, limit: RateLimit) -> Result<kube::Client, ClientError> {
+/// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits.
+pub async fn build(kubeconfig: Option<&Path>, limit: ClientLimits) -> Result<kube::Client, ClientError> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -134,14 +149,17 @@ pub async fn build(kubeconfig: Option<&Path>, limit: RateLimit) -> Result<kube::
     from_config(config, limit)
 }
 
-/// A client for `config` with the rate limit.
-pub fn from_config(config: kube::Config, limit: RateLimit) -> Result<kube::Client, ClientError> {
-    let builder = kube::client::ClientBuilder::try_from(config)?;
-    Ok(if limit.qps > 0.0 {
-        builder.with_layer(&RateLimitLayer::new(limit)).build()
-    } else {
-        builder.build()
-    })
+/// A client for `config` with the limits: the rate limit first, then the cap on requests in
+/// flight, so a request that waits for a token does not hold a place in flight.
+pub fn from_config(config: kube::Config, limit: ClientLimits) -> Result<kube::Client, ClientError> {
+    use tower::util::option_layer;
+    let in_flight =
+        (limit.max_in_flight > 0).then(|| tower::limit::ConcurrencyLimitLayer::new(limit.max_in_flight));
+    let rate = (limit.qps > 0.0).then(|| RateLimitLayer::new(limit));
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&option_layer(in_flight))
+        .with_layer(&option_layer(rate))
+        .build())
 }
 
 #[cfg(test)]
@@ -150,7 +168,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_bucket_allows_a_burst_then_paces_at_qps() {
-        let b = TokenBucket::new(RateLimit { qps: 20.0, burst: 30 });
+        let b = TokenBucket::new(ClientLimits { qps: 20.0, burst: 30, max_in_flight: 0 });
         for _ in 0..30 {
             assert_eq!(b.reserve(), Duration::ZERO);
         }
@@ -162,5 +180,116 @@ mod tests {
             assert_eq!(b.reserve(), Duration::ZERO);
         }
         assert!(b.reserve() > Duration::ZERO);
+    }
+
+    /// An HTTP server that holds each request until the test releases it, and counts how many
+    /// it holds at once.
+    struct HoldingServer {
+        url: String,
+        arrived: tokio::sync::watch::Receiver<usize>,
+        held: Arc<std::sync::atomic::AtomicUsize>,
+        most_held: Arc<std::sync::atomic::AtomicUsize>,
+        release: Arc<tokio::sync::Semaphore>,
+    }
+
+    impl HoldingServer {
+        async fn start() -> Self {
+            use std::sync::atomic::Ordering;
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let (arrivals, arrived) = tokio::sync::watch::channel(0usize);
+            let arrivals = Arc::new(arrivals);
+            let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let most_held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let release = Arc::new(tokio::sync::Semaphore::new(0));
+            let (h, m, r) = (held.clone(), most_held.clone(), release.clone());
+            tokio::spawn(async move {
+                while let Ok((mut conn, _)) = listener.accept().await {
+                    let (arrivals, held, most_held, release) =
+                        (arrivals.clone(), h.clone(), m.clone(), r.clone());
+                    tokio::spawn(async move {
+                        let mut buf = Vec::new();
+                        loop {
+                            // One bodiless request per turn: read to the end of its headers.
+                            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                                let mut chunk = [0u8; 1024];
+                                match conn.read(&mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            }
+                            let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                            buf.drain(..end);
+                            let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                            most_held.fetch_max(now, Ordering::SeqCst);
+                            arrivals.send_modify(|n| *n += 1);
+                            release.acquire().await.unwrap().forget();
+                            held.fetch_sub(1, Ordering::SeqCst);
+                            let reply =
+                                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+                            if conn.write_all(reply.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            Self { url, arrived, held, most_held, release }
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_beyond_the_in_flight_cap_wait_until_one_finishes() {
+        use std::sync::atomic::Ordering;
+        let mut server = HoldingServer::start().await;
+        let config = kube::Config::new(server.url.parse().unwrap());
+        let client =
+            from_config(config, ClientLimits { max_in_flight: 2, ..ClientLimits::UNLIMITED }).unwrap();
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let client = client.clone();
+            calls.spawn(async move {
+                client.request_text(http::Request::get(format!("/held/{i}")).body(Vec::new()).unwrap()).await
+            });
+        }
+        for released in 0..6 {
+            // The cap lets two through; each release lets the next one in.
+            let expect = (released + 2).min(6);
+            tokio::time::timeout(Duration::from_secs(10), server.arrived.wait_for(|n| *n >= expect))
+                .await
+                .expect("the next request should reach the server once one finishes")
+                .unwrap();
+            assert!(server.held.load(Ordering::SeqCst) <= 2);
+            server.release.add_permits(1);
+        }
+        while let Some(call) = calls.join_next().await {
+            assert_eq!(call.unwrap().unwrap(), "ok");
+        }
+        assert_eq!(server.most_held.load(Ordering::SeqCst), 2, "at most the cap, and the cap reached");
+    }
+
+    #[tokio::test]
+    async fn without_a_cap_every_request_goes_at_once() {
+        use std::sync::atomic::Ordering;
+        let mut server = HoldingServer::start().await;
+        let client =
+            from_config(kube::Config::new(server.url.parse().unwrap()), ClientLimits::UNLIMITED).unwrap();
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let client = client.clone();
+            calls.spawn(async move {
+                client.request_text(http::Request::get(format!("/held/{i}")).body(Vec::new()).unwrap()).await
+            });
+        }
+        tokio::time::timeout(Duration::from_secs(10), server.arrived.wait_for(|n| *n >= 6))
+            .await
+            .expect("all six requests should reach the server together")
+            .unwrap();
+        assert_eq!(server.most_held.load(Ordering::SeqCst), 6);
+        server.release.add_permits(6);
+        while let Some(call) = calls.join_next().await {
+            assert_eq!(call.unwrap().unwrap(), "ok");
+        }
     }
 }

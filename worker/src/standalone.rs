@@ -9,7 +9,7 @@ use std::time::Duration;
 use prometheus::Registry;
 use tokio::task::JoinSet;
 
-use crate::client::{self, RateLimit};
+use crate::client::{self, ClientLimits};
 use crate::clock::{Clock, SystemClock};
 use crate::cronjob::controller::CronJobController;
 use crate::events::EventSink;
@@ -23,7 +23,7 @@ use crate::ttl::controller::TtlController;
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
     pub kubeconfig: Option<PathBuf>,
-    pub rate_limit: RateLimit,
+    pub client_limits: ClientLimits,
     pub concurrent_job_syncs: usize,
     pub concurrent_cron_job_syncs: usize,
     pub concurrent_ttl_syncs: usize,
@@ -104,7 +104,7 @@ impl Default for WorkerOptions {
     fn default() -> Self {
         Self {
             kubeconfig: None,
-            rate_limit: RateLimit { qps: 20.0, burst: 30 },
+            client_limits: ClientLimits::DEFAULT,
             concurrent_job_syncs: 5,
             concurrent_cron_job_syncs: 5,
             concurrent_ttl_syncs: 5,
@@ -143,7 +143,7 @@ impl Worker {
 
 /// Starts the controllers for every shard.
 pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
-    let client = client::build(opts.kubeconfig.as_deref(), opts.rate_limit).await?;
+    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits).await?;
     start_with_client(client, opts).await
 }
 

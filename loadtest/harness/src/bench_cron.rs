@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
-use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -46,11 +46,16 @@ pub struct BenchCronArgs {
     /// Where to write the latency distributions (SVG).
     #[arg(long, default_value = "target/bench/cron-skew-ttl-lag.svg")]
     pub plot: std::path::PathBuf,
-    /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs). With an unthrottled
-    /// client each sync is mostly waiting on the API; 200 measured best on 2 cores (50 and 1000
-    /// were slower).
-    #[arg(long, default_value_t = 200)]
+    /// Concurrent CronJob syncs (fleet-worker --concurrent-cron-job-syncs). A sync mostly waits
+    /// on the API, so one per CronJob: the client's cap on requests in flight, not this, bounds
+    /// the load, and serves every CronJob's Job creation before the status writes of syncs that
+    /// started later.
+    #[arg(long, default_value_t = 10_000)]
     pub concurrency: usize,
+    /// The worker's cap on API requests in flight (fleet-worker --kube-api-max-in-flight); its
+    /// client is otherwise unthrottled.
+    #[arg(long, default_value_t = ClientLimits::DEFAULT.max_in_flight)]
+    pub max_in_flight: usize,
 }
 
 /// The sim, in this process or as its own (`--sim-process`, so its CPU can be told apart).
@@ -98,8 +103,10 @@ async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, standa
         Sim::InProcess(SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await?)
     };
     let config = kube::Config::new(sim.url().parse()?);
-    let worker_client =
-        batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 0.0, burst: 1 })?;
+    let worker_client = batchfleet_worker::client::from_config(
+        config.clone(),
+        ClientLimits { max_in_flight: args.max_in_flight, ..ClientLimits::UNLIMITED },
+    )?;
     let opts = WorkerOptions {
         metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         worker_id: label.into(),
@@ -135,6 +142,9 @@ struct Skew {
     seen: Percentiles,
     /// From the scheduled time to when the API server stored the Job (in-process sim only).
     stored: Option<Percentiles>,
+    /// From the scheduled time to when the API server stored the CronJob's status with the tick
+    /// as its lastScheduleTime (in-process sim only).
+    status_written: Option<Percentiles>,
     /// Over the burst of the last tick: CPU seconds of the sim process and of this one.
     burst_cpu: Option<(f64, f64)>,
 }
@@ -165,35 +175,36 @@ impl Percentiles {
     }
 }
 
-/// When the in-process sim stored each new object: the instant a Job is created, free of the
-/// watch path's delivery lag, which grows while the burst keeps both cores busy.
+/// What the in-process sim stored and when: the instant each Job was created and each CronJob's
+/// status written, free of the watch path's delivery lag, which grows while the burst keeps both
+/// cores busy.
 struct StoreLog {
-    added: std::sync::Arc<std::sync::Mutex<Vec<Stored>>>,
+    changes: std::sync::Arc<std::sync::Mutex<Vec<Stored>>>,
     lagged: std::sync::Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
-/// When an object was stored, and the object.
-type Stored = (Instant, std::sync::Arc<batchfleet_sim::store::StoredObject>);
+/// When an object was stored, whether it was new, and the object.
+type Stored = (Instant, bool, std::sync::Arc<batchfleet_sim::store::StoredObject>);
 
 impl StoreLog {
     fn start(sim: &SimCluster) -> anyhow::Result<Self> {
         use batchfleet_sim::store::ChangeKind;
         use tokio::sync::broadcast::error::RecvError;
         let store = sim.api().store();
-        let (_, mut changes) = store
+        let (_, mut feed) = store
             .watch_from(store.current_rv())
             .map_err(|e| anyhow::anyhow!("subscribing to the store: {e}"))?;
-        let added = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let lagged = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let task = tokio::spawn({
-            let (added, lagged) = (added.clone(), lagged.clone());
+            let (changes, lagged) = (changes.clone(), lagged.clone());
             async move {
                 loop {
-                    match changes.recv().await {
-                        Ok(c) if c.kind == ChangeKind::Added => {
-                            if let Ok(mut a) = added.lock() {
-                                a.push((c.at, c.object.clone()));
+                    match feed.recv().await {
+                        Ok(c) if c.kind != ChangeKind::Deleted => {
+                            if let Ok(mut log) = changes.lock() {
+                                log.push((c.at, c.kind == ChangeKind::Added, c.object.clone()));
                             }
                         }
                         Ok(_) => {}
@@ -205,30 +216,117 @@ impl StoreLog {
                 }
             }
         });
-        Ok(Self { added, lagged, task })
+        Ok(Self { changes, lagged, task })
+    }
+
+    fn ensure_whole(&self) -> anyhow::Result<()> {
+        let lagged = self.lagged.load(std::sync::atomic::Ordering::Relaxed);
+        anyhow::ensure!(lagged == 0, "the store log fell behind by {lagged} changes");
+        Ok(())
+    }
+
+    /// The changes logged so far, from the `from`th on.
+    fn since(&self, from: usize) -> anyhow::Result<Vec<Stored>> {
+        let log = self.changes.lock().map_err(|_| anyhow::anyhow!("store log poisoned"))?;
+        Ok(log.get(from..).unwrap_or_default().to_vec())
     }
 
     /// Skews of the stored Jobs that carry a scheduled time, by tick.
-    fn skews(self) -> anyhow::Result<HashMap<jiff::Timestamp, Vec<f64>>> {
-        self.task.abort();
-        let lagged = self.lagged.load(std::sync::atomic::Ordering::Relaxed);
-        anyhow::ensure!(lagged == 0, "the store log fell behind by {lagged} changes");
-        // Instants map to wall time through one pair read together.
-        let (wall, mono) = (jiff::Timestamp::now(), Instant::now());
-        let added =
-            std::mem::take(&mut *self.added.lock().map_err(|_| anyhow::anyhow!("store log poisoned"))?);
+    fn job_skews(&self) -> anyhow::Result<HashMap<jiff::Timestamp, Vec<f64>>> {
+        self.ensure_whole()?;
+        let wall = WallClock::now();
         let mut by_tick: HashMap<jiff::Timestamp, Vec<f64>> = HashMap::new();
-        for (at, object) in added {
+        for (at, added, object) in self.since(0)? {
+            if !added {
+                continue;
+            }
             let Ok(job) = serde_json::from_slice::<KindAndMeta>(&object.bytes) else { continue };
             if job.kind != "Job" {
                 continue;
             }
             let Some(scheduled) = scheduled_time(&job.metadata) else { continue };
-            let stored_at = wall - jiff::SignedDuration::try_from(mono.duration_since(at))?;
-            by_tick.entry(scheduled).or_default().push(stored_at.duration_since(scheduled).as_secs_f64());
+            by_tick.entry(scheduled).or_default().push(wall.since(at, scheduled)?);
         }
         Ok(by_tick)
     }
+
+    /// When each CronJob's status first showed each tick as its lastScheduleTime, from the tick;
+    /// waits (to `deadline`) until all `cronjobs` have written every tick in `ticks`.
+    async fn status_lags(
+        &self,
+        ticks: &[jiff::Timestamp],
+        cronjobs: usize,
+        deadline: Instant,
+    ) -> anyhow::Result<Vec<f64>> {
+        let mut first_written: HashMap<(String, jiff::Timestamp), Instant> = HashMap::new();
+        let mut read = 0;
+        loop {
+            self.ensure_whole()?;
+            let fresh = self.since(read)?;
+            read += fresh.len();
+            for (at, added, object) in fresh {
+                if added {
+                    continue;
+                }
+                let Ok(cj) = serde_json::from_slice::<CronJobScheduleView>(&object.bytes) else { continue };
+                let Some(last) = cj.status.and_then(|s| s.last_schedule_time) else { continue };
+                if cj.kind == "CronJob" && ticks.contains(&last) {
+                    first_written.entry((cj.metadata.uid.unwrap_or_default(), last)).or_insert(at);
+                }
+            }
+            if first_written.len() >= ticks.len() * cronjobs {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "only {} of {} CronJob status writes appeared in time",
+                first_written.len(),
+                ticks.len() * cronjobs
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let wall = WallClock::now();
+        first_written.into_iter().map(|((_, tick), at)| wall.since(at, tick)).collect()
+    }
+}
+
+impl Drop for StoreLog {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Maps the log's monotonic instants to wall time through one pair read together.
+struct WallClock {
+    wall: jiff::Timestamp,
+    mono: Instant,
+}
+
+impl WallClock {
+    fn now() -> Self {
+        Self { wall: jiff::Timestamp::now(), mono: Instant::now() }
+    }
+
+    /// Seconds from `from` to the wall time of `at`.
+    fn since(&self, at: Instant, from: jiff::Timestamp) -> anyhow::Result<f64> {
+        let at = self.wall - jiff::SignedDuration::try_from(self.mono.duration_since(at))?;
+        Ok(at.duration_since(from).as_secs_f64())
+    }
+}
+
+/// A CronJob as the status-lag measure reads it.
+#[derive(serde::Deserialize)]
+struct CronJobScheduleView {
+    #[serde(default)]
+    kind: String,
+    metadata: kube::api::ObjectMeta,
+    status: Option<ScheduleStatusView>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScheduleStatusView {
+    last_schedule_time: Option<jiff::Timestamp>,
 }
 
 #[derive(serde::Deserialize)]
@@ -302,21 +400,24 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
             last_report = Instant::now();
         }
     }
-    let stored = match store_log {
+    let (stored, status_written) = match store_log {
         Some(log) => {
             // The ticks the watcher measured, no more: the log may hold part of a next one.
             let mut by_tick: Vec<_> =
-                log.skews()?.into_iter().filter(|(tick, _)| ticks.ticks.contains_key(tick)).collect();
+                log.job_skews()?.into_iter().filter(|(tick, _)| ticks.ticks.contains_key(tick)).collect();
             by_tick.sort_by_key(|(tick, _)| *tick);
             for (tick, skews) in &by_tick {
                 let p = Percentiles::of(skews.clone());
                 eprintln!("  tick {tick}: stored by the API server: p50 {:.3} s, p99 {:.3} s", p.p50, p.p99);
             }
-            Some(Percentiles::of(by_tick.into_iter().flat_map(|(_, s)| s).collect()))
+            let measured: Vec<jiff::Timestamp> = by_tick.iter().map(|(tick, _)| *tick).collect();
+            let lags = log.status_lags(&measured, args.cronjobs, deadline).await?;
+            let stored = Percentiles::of(by_tick.into_iter().flat_map(|(_, s)| s).collect());
+            (Some(stored), Some(Percentiles::of(lags)))
         }
-        None => None,
+        None => (None, None),
     };
-    Ok(Skew { burst_cpu: ticks.last_burst_cpu, seen: Percentiles::of(skews), stored })
+    Ok(Skew { burst_cpu: ticks.last_burst_cpu, seen: Percentiles::of(skews), stored, status_written })
 }
 
 /// A Job as the skew watcher reads it: metadata only, so the measuring watcher, which shares
@@ -469,12 +570,13 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
     let lag = if args.cron_only { None } else { Some(ttl_lag(&args).await.context("TTL lag")?) };
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     println!(
-        "## CronJob and TTL benchmark ({cpus} CPUs; {}, unthrottled client, controllers {:?}, {} CronJob syncs)",
+        "## CronJob and TTL benchmark ({cpus} CPUs; {}, client without rate limit and with {} requests in flight, controllers {:?}, {} CronJob syncs)",
         if args.sim_process {
             "the sim in its own process, one standalone worker"
         } else {
             "the sim and one standalone worker in one process"
         },
+        args.max_in_flight,
         args.controllers,
         args.concurrency
     );
@@ -491,6 +593,9 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
             println!("{}", stored.row(&format!("Job creation skew (stored by the API server), {what}")));
         }
         println!("{}", s.seen.row(&format!("Job creation skew (seen by a watcher), {what}")));
+        if let Some(written) = &s.status_written {
+            println!("{}", written.row(&format!("CronJob status written (lastScheduleTime), {what}")));
+        }
     }
     if let Some(l) = &lag {
         println!(
@@ -516,6 +621,12 @@ pub async fn run(args: BenchCronArgs) -> anyhow::Result<()> {
             name: "CronJob skew: Job seen by a watcher".into(),
             points: crate::plot::cdf_points(&s.seen.sorted, 400),
         });
+        if let Some(written) = &s.status_written {
+            series.push(crate::plot::Series {
+                name: "CronJob status written".into(),
+                points: crate::plot::cdf_points(&written.sorted, 400),
+            });
+        }
     }
     if let Some(l) = &lag {
         series.push(crate::plot::Series {

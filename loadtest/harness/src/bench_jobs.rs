@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
-use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::job::core::{Config, SyncInput, sync_job};
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
@@ -132,7 +132,7 @@ async fn end_to_end(
     pods: i32,
     jobs_n: i32,
     parallelism: i32,
-    limit: RateLimit,
+    limit: ClientLimits,
 ) -> anyhow::Result<EndToEnd> {
     let sim = SimCluster::start(SimConfig { nodes: 10, ..SimConfig::default() }).await?;
     let config = kube::Config::new(sim.url().parse()?);
@@ -218,15 +218,9 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
             args.pods, args.jobs, args.parallelism
         );
         runs.push(
-            end_to_end(
-                "unthrottled",
-                args.pods,
-                args.jobs,
-                args.parallelism,
-                RateLimit { qps: 0.0, burst: 1 },
-            )
-            .await
-            .context("unthrottled run")?,
+            end_to_end("unthrottled", args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED)
+                .await
+                .context("unthrottled run")?,
         );
         eprintln!("end to end, QPS 20 burst 30: {} pods", args.throttled_pods);
         runs.push(
@@ -235,7 +229,7 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
                 args.throttled_pods,
                 1,
                 args.parallelism.min(args.throttled_pods),
-                RateLimit { qps: 20.0, burst: 30 },
+                ClientLimits::DEFAULT,
             )
             .await
             .context("throttled run")?,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_sim::SimCluster;
-use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
@@ -98,8 +98,7 @@ fn is_finished(job: &Job) -> bool {
 /// Runs the quickstart on a started sim until Ctrl-C.
 pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let config = kube::Config::new(sim.url().parse()?);
-    let worker_client =
-        batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 20.0, burst: 30 })?;
+    let worker_client = batchfleet_worker::client::from_config(config.clone(), ClientLimits::DEFAULT)?;
     let opts = WorkerOptions {
         metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         worker_id: "quickstart".into(),

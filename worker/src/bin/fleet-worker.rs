@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use clap::Parser;
 
@@ -28,6 +28,9 @@ struct Args {
     /// Burst of the client-side rate limit, as --kube-api-burst.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
+    #[arg(long, default_value_t = batchfleet_worker::client::ClientLimits::DEFAULT.max_in_flight)]
+    kube_api_max_in_flight: usize,
     /// Jobs synced concurrently, as --concurrent-job-syncs.
     #[arg(long, default_value_t = 5)]
     concurrent_job_syncs: usize,
@@ -94,7 +97,11 @@ fn main() -> ExitCode {
         .unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
-        rate_limit: RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst },
+        client_limits: ClientLimits {
+            qps: args.kube_api_qps,
+            burst: args.kube_api_burst,
+            max_in_flight: args.kube_api_max_in_flight,
+        },
         concurrent_job_syncs: args.concurrent_job_syncs,
         concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
         concurrent_ttl_syncs: args.concurrent_ttl_after_finished_syncs,

@@ -11,6 +11,7 @@ use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, ApiError, ApiErrorKind, Effect, Next, Outcome, UpdateAction};
+use super::creates_first::CreatesFirst;
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
@@ -34,7 +35,11 @@ pub struct CronJobController {
     synced: tokio::sync::watch::Sender<(bool, bool)>,
     /// Jobs and CronJobs the watch reported deleted: write responses must not revive them.
     deleted: RecentlyDeleted,
+    creates_first: CreatesFirst,
 }
+
+/// The longest a status write waits for other syncs' Job creations (see [`CreatesFirst`]).
+const STATUS_WRITE_MAX_HOLD: Duration = Duration::from_secs(1);
 
 /// What [`CronJobController::cache_cronjob`] did.
 enum Cached {
@@ -88,6 +93,7 @@ impl CronJobController {
             owns,
             synced: tokio::sync::watch::channel((false, false)).0,
             deleted: RecentlyDeleted::default(),
+            creates_first: CreatesFirst::default(),
         }))
     }
 
@@ -139,6 +145,7 @@ impl CronJobController {
         let Some(cj) = self.cronjobs.read().get(key).cloned() else { return Outcome::Done };
         let jobs: Vec<Arc<Job>> =
             self.jobs.read().get(&key.namespace).map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let mut before_create = Some(self.creates_first.sync_started());
         let mut step = core::sync(&cj, jobs.iter().map(|j| &**j), &self.now());
         loop {
             for effect in std::mem::take(&mut step.effects) {
@@ -171,6 +178,7 @@ impl CronJobController {
                 Next::CreateJob(c) => {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
                     let r = api.create(&PostParams::default(), &c.job).await.map(Arc::new).map_err(api_error);
+                    drop(before_create.take());
                     if let Ok(created) = &r
                         && !self.deleted.contains(created.metadata.uid.as_deref())
                     {
@@ -179,6 +187,8 @@ impl CronJobController {
                     c.answer(r.as_deref().map_err(Clone::clone))
                 }
                 Next::UpdateStatus(u) => {
+                    drop(before_create.take());
+                    self.creates_first.wait_for_creates(STATUS_WRITE_MAX_HOLD).await;
                     let ns = u.cronjob.metadata.namespace.clone().unwrap_or_default();
                     let name = u.cronjob.metadata.name.clone().unwrap_or_default();
                     let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);

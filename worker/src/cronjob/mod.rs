@@ -3,5 +3,6 @@
 
 pub mod controller;
 pub mod core;
+pub mod creates_first;
 pub mod preview;
 pub mod schedule;

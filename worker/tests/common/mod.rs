@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use batchfleet_sim::{SimCluster, SimConfig};
-use batchfleet_worker::client::RateLimit;
+use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::standalone::{self, JobTiming, Worker, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams};
@@ -45,8 +45,7 @@ pub async fn start_with(opts: WorkerOptions) -> Env {
     let mut config = kube::Config::new(sim.url().parse().expect("url"));
     config.default_retry = true;
     let worker_client =
-        batchfleet_worker::client::from_config(config.clone(), RateLimit { qps: 0.0, burst: 1 })
-            .expect("client");
+        batchfleet_worker::client::from_config(config.clone(), ClientLimits::UNLIMITED).expect("client");
     let opts = WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..opts };
     let worker = standalone::start_with_client(worker_client, opts).await.expect("worker starts");
     let client = kube::Client::try_from(config).expect("client");
