@@ -104,6 +104,27 @@ struct State<K> {
     seq: u64,
     failures: HashMap<K, u32>,
     shutting_down: bool,
+    /// The time one waiting `get` sleeps until, for the earliest delayed key. The other waiters
+    /// sleep on the notification alone, so a due key wakes one of them, not every idle worker.
+    timer_until: Option<Instant>,
+}
+
+/// A waiter's hold on the delayed keys' timer. Released when the waiter stops waiting, even by
+/// being dropped, and then another waiter is woken to take it up.
+struct TimerHold<'a, K> {
+    queue: &'a WorkQueue<K>,
+    until: Instant,
+}
+
+impl<K> Drop for TimerHold<'_, K> {
+    fn drop(&mut self) {
+        let mut s = self.queue.state.lock();
+        if s.timer_until == Some(self.until) {
+            s.timer_until = None;
+            drop(s);
+            self.queue.notify.notify_one();
+        }
+    }
 }
 
 /// The queue. Cheap to clone.
@@ -138,6 +159,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 seq: 0,
                 failures: HashMap::new(),
                 shutting_down: false,
+                timer_until: None,
             })),
             notify: Arc::new(Notify::new()),
             backoff,
@@ -148,22 +170,25 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Queues `key` now.
     pub fn add(&self, key: K) {
         let mut s = self.state.lock();
-        self.add_locked(&mut s, key);
+        if self.add_locked(&mut s, key) {
+            self.notify.notify_one();
+        }
     }
 
-    fn add_locked(&self, s: &mut State<K>, key: K) {
+    /// Queues `key` unless it is queued or in flight; returns whether a worker should be woken.
+    fn add_locked(&self, s: &mut State<K>, key: K) -> bool {
         if s.shutting_down || s.dirty.contains(&key) {
-            return;
+            return false;
         }
         self.metrics.adds.inc();
         s.dirty.insert(key.clone());
         if s.processing.contains_key(&key) {
-            return;
+            return false;
         }
         s.queued_at.insert(key.clone(), Instant::now());
         s.queue.push_back(key);
         self.metrics.depth.set(s.queue.len() as i64);
-        self.notify.notify_one();
+        true
     }
 
     /// Queues `key` after `delay`; an earlier pending time for the same key wins.
@@ -218,10 +243,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// The next key to process, waiting for one; `None` once shut down.
     pub async fn get(&self) -> Option<K> {
+        // Held across wake-ups; dropped on return (or cancellation), which hands it over.
+        let mut timer: Option<TimerHold<'_, K>> = None;
         loop {
-            let wake = {
+            let sleep_until = {
                 let mut s = self.state.lock();
                 let now = Instant::now();
+                let mut came_due = 0usize;
                 while let Some(Reverse((at, _, _))) = s.delayed.peek() {
                     if *at > now {
                         break;
@@ -230,8 +258,15 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                     // Only the key's current earliest time counts; stale heap entries are skipped.
                     if s.ready.get(&key) == Some(&at) {
                         s.ready.remove(&key);
-                        self.add_locked(&mut s, key);
+                        came_due += usize::from(self.add_locked(&mut s, key));
                     }
+                }
+                // This waiter takes one key; the rest go to others. Many keys due at once (a
+                // schedule tick) wake every idle worker in one go rather than one by one.
+                match came_due {
+                    0 | 1 => {}
+                    2 => self.notify.notify_one(),
+                    _ => self.notify.notify_waiters(),
                 }
                 if let Some(key) = s.queue.pop_front() {
                     s.dirty.remove(&key);
@@ -245,16 +280,37 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if s.shutting_down {
                     return None;
                 }
-                s.delayed.peek().map(|Reverse((at, _, _))| *at)
+                let holding = timer.as_ref().is_some_and(|t| s.timer_until == Some(t.until));
+                // One waiter keeps the timer for the earliest delayed key: this one if it holds
+                // it already, or if nobody does, or if a key came due before the held time.
+                match s.delayed.peek().map(|Reverse((at, _, _))| *at) {
+                    Some(at) if holding || s.timer_until.is_none_or(|held| at < held) => {
+                        s.timer_until = Some(at);
+                        Some(at)
+                    }
+                    None if holding => {
+                        s.timer_until = None;
+                        None
+                    }
+                    _ => None,
+                }
             };
-            match wake {
+            match sleep_until {
                 Some(at) => {
+                    match timer.as_mut() {
+                        Some(t) => t.until = at,
+                        None => timer = Some(TimerHold { queue: self, until: at }),
+                    }
                     tokio::select! {
                         _ = self.notify.notified() => {}
                         _ = tokio::time::sleep_until(at) => {}
                     }
                 }
-                None => self.notify.notified().await,
+                None => {
+                    // Another waiter holds the timer, or none is needed: letting go hands nothing over.
+                    timer = None;
+                    self.notify.notified().await;
+                }
             }
         }
     }
@@ -357,5 +413,49 @@ mod tests {
         tokio::task::yield_now().await;
         q.shut_down();
         assert_eq!(waiter.await.unwrap(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_key_still_comes_due_when_the_waiter_holding_its_timer_goes_away() {
+        let q = queue();
+        q.add_after("a".to_string(), Duration::from_secs(3));
+        // This waiter takes the timer, then is dropped before it fires.
+        let first = tokio::spawn({
+            let q = q.clone();
+            async move { q.get().await }
+        });
+        tokio::task::yield_now().await;
+        let second = tokio::spawn({
+            let q = q.clone();
+            async move { q.get().await }
+        });
+        tokio::task::yield_now().await;
+        first.abort();
+        let started = Instant::now();
+        assert_eq!(second.await.unwrap().as_deref(), Some("a"));
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn many_idle_workers_share_one_timer_and_each_due_key_goes_to_one() {
+        let q = queue();
+        let mut workers = tokio::task::JoinSet::new();
+        for _ in 0..50 {
+            let q = q.clone();
+            workers.spawn(async move { q.get().await });
+        }
+        tokio::task::yield_now().await;
+        q.add_after("late".to_string(), Duration::from_secs(5));
+        q.add_after("early".to_string(), Duration::from_secs(2));
+        let started = Instant::now();
+        let first = workers.join_next().await.unwrap().unwrap();
+        assert_eq!((first.as_deref(), started.elapsed()), (Some("early"), Duration::from_secs(2)));
+        let second = workers.join_next().await.unwrap().unwrap();
+        assert_eq!((second.as_deref(), started.elapsed()), (Some("late"), Duration::from_secs(5)));
+        assert_eq!(workers.len(), 48, "the other workers are still waiting");
+        q.shut_down();
+        while let Some(w) = workers.join_next().await {
+            assert_eq!(w.unwrap(), None);
+        }
     }
 }
