@@ -250,14 +250,14 @@ impl StoreLog {
         Ok(by_tick)
     }
 
-    /// When each CronJob's status first showed each tick as its lastScheduleTime, from the tick;
-    /// waits (to `deadline`) until all `cronjobs` have written every tick in `ticks`.
+    /// When each CronJob's status first showed a tick as its lastScheduleTime, from the tick;
+    /// waits (to `deadline`) for as many status writes per tick as the tick created Jobs.
     async fn status_lags(
         &self,
-        ticks: &[jiff::Timestamp],
-        cronjobs: usize,
+        jobs_per_tick: &HashMap<jiff::Timestamp, usize>,
         deadline: Instant,
     ) -> anyhow::Result<Vec<f64>> {
+        let expected: usize = jobs_per_tick.values().sum();
         let mut first_written: HashMap<(String, jiff::Timestamp), Instant> = HashMap::new();
         let mut read = 0;
         loop {
@@ -270,18 +270,17 @@ impl StoreLog {
                 }
                 let Ok(cj) = serde_json::from_slice::<CronJobScheduleView>(&object.bytes) else { continue };
                 let Some(last) = cj.status.and_then(|s| s.last_schedule_time) else { continue };
-                if cj.kind == "CronJob" && ticks.contains(&last) {
+                if cj.kind == "CronJob" && jobs_per_tick.contains_key(&last) {
                     first_written.entry((cj.metadata.uid.unwrap_or_default(), last)).or_insert(at);
                 }
             }
-            if first_written.len() >= ticks.len() * cronjobs {
+            if first_written.len() >= expected {
                 break;
             }
             anyhow::ensure!(
                 Instant::now() < deadline,
-                "only {} of {} CronJob status writes appeared in time",
+                "only {} of {expected} CronJob status writes appeared in time",
                 first_written.len(),
-                ticks.len() * cronjobs
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -410,8 +409,8 @@ async fn cron_skew(args: &BenchCronArgs) -> anyhow::Result<Skew> {
                 let p = Percentiles::of(skews.clone());
                 eprintln!("  tick {tick}: stored by the API server: p50 {:.3} s, p99 {:.3} s", p.p50, p.p99);
             }
-            let measured: Vec<jiff::Timestamp> = by_tick.iter().map(|(tick, _)| *tick).collect();
-            let lags = log.status_lags(&measured, args.cronjobs, deadline).await?;
+            let jobs_per_tick = by_tick.iter().map(|(tick, skews)| (*tick, skews.len())).collect();
+            let lags = log.status_lags(&jobs_per_tick, deadline).await?;
             let stored = Percentiles::of(by_tick.into_iter().flat_map(|(_, s)| s).collect());
             (Some(stored), Some(Percentiles::of(lags)))
         }

@@ -246,6 +246,10 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         // Held across wake-ups; dropped on return (or cancellation), which hands it over.
         let mut timer: Option<TimerHold<'_, K>> = None;
         loop {
+            // Registered before the queue is checked, so a wake-up in between is not lost.
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             let sleep_until = {
                 let mut s = self.state.lock();
                 let now = Instant::now();
@@ -302,14 +306,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                         None => timer = Some(TimerHold { queue: self, until: at }),
                     }
                     tokio::select! {
-                        _ = self.notify.notified() => {}
+                        _ = notified => {}
                         _ = tokio::time::sleep_until(at) => {}
                     }
                 }
                 None => {
                     // Another waiter holds the timer, or none is needed: letting go hands nothing over.
                     timer = None;
-                    self.notify.notified().await;
+                    notified.await;
                 }
             }
         }
