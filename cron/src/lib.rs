@@ -17,6 +17,7 @@
 
 mod every;
 mod parser;
+pub mod preview;
 mod spec;
 pub mod times;
 

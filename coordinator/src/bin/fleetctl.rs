@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use batchfleet_worker::cronjob::preview;
+use batchfleet_cron::preview;
 use clap::{Parser, Subcommand};
 
 /// Operator commands for a batchfleet, against the coordinator's admin API.

@@ -55,6 +55,10 @@ struct SimArgs {
     /// Run without scheduler and kubelet: pods stay Pending.
     #[arg(long)]
     no_kubelet: bool,
+    /// Write one audit.k8s.io/v1 Event per request to this file, as kube-apiserver's log backend
+    /// does at level Metadata.
+    #[arg(long, value_name = "PATH")]
+    audit_log: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -103,6 +107,7 @@ async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
         listen: args.listen,
         nodes: args.nodes,
         kubelet: !args.no_kubelet,
+        audit_log: args.audit_log.clone(),
         ..SimConfig::default()
     };
     let sim = SimCluster::start(config)
@@ -113,6 +118,9 @@ async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
     let kubeconfig = std::fs::canonicalize(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
     println!("sim cluster serving at {} with {} nodes", sim.url(), args.nodes);
     println!("kubeconfig: {}", kubeconfig.display());
+    if let Some(path) = &args.audit_log {
+        println!("audit log: {}", path.display());
+    }
     println!();
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes");

@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod apiserver;
+pub mod audit;
 pub mod cluster;
 pub mod counters;
 pub mod faults;

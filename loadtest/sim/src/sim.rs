@@ -1,7 +1,7 @@
 //! Starting and stopping a whole sim cluster.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, WriteOptions};
+use crate::audit::AuditLog;
 use crate::cluster::kubelet::Kubelet;
 use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
 use crate::counters::Counters;
@@ -31,6 +32,8 @@ pub struct SimConfig {
     /// How long a node's Lease may go unrenewed before the node is Unknown (upstream: 40s).
     pub node_monitor_grace: Duration,
     pub history: HistoryConfig,
+    /// Write an `audit.k8s.io/v1` Event per request to this file (`loadtest sim --audit-log`).
+    pub audit_log: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -43,6 +46,7 @@ impl Default for SimConfig {
             node_heartbeat: Duration::from_secs(10),
             node_monitor_grace: Duration::from_secs(40),
             history: HistoryConfig::default(),
+            audit_log: None,
         }
     }
 }
@@ -80,6 +84,7 @@ impl SimCluster {
             bookmark_interval: config.bookmark_interval,
             address: addr.to_string(),
             nodes: Some(nodes.clone() as Arc<dyn NodeAdmin>),
+            audit: config.audit_log.as_deref().map(AuditLog::create).transpose()?,
         });
         let mut tasks = vec![
             tokio::spawn(crate::http::serve(listener, shared.clone())),

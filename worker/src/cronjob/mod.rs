@@ -1,8 +1,6 @@
-//! The CronJob controller: robfig-compatible schedules, previews, and (next) its decision core
-//! and shell.
+//! The CronJob controller: robfig-compatible schedules, its decision core and its shell.
 
 pub mod controller;
 pub mod core;
 pub mod creates_first;
-pub mod preview;
 pub mod schedule;

@@ -2,6 +2,7 @@
 //! responses. Real clients (kube-rs, kubectl) talk to this.
 
 mod admin;
+mod audited;
 mod list;
 mod query;
 mod resource;
@@ -47,6 +48,8 @@ pub struct Shared {
     pub bookmark_interval: Duration,
     pub address: String,
     pub nodes: Option<Arc<dyn NodeAdmin>>,
+    /// Where every request is recorded, when the sim keeps an audit log.
+    pub audit: Option<crate::audit::AuditLog>,
 }
 
 /// A response before encoding.
@@ -126,7 +129,7 @@ impl Reply {
 /// Serves HTTP/1.1 and h2c on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     loop {
-        let (stream, _peer): (_, SocketAddr) = match listener.accept().await {
+        let (stream, peer): (_, SocketAddr) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -139,7 +142,12 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                async move {
+                    Ok::<_, Infallible>(match shared.audit.clone() {
+                        Some(log) => audited::handle_audited(shared, log, peer, req).await,
+                        None => handle(shared, req).await,
+                    })
+                }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());

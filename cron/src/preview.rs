@@ -3,7 +3,7 @@
 
 use jiff::Zoned;
 
-use super::schedule::{ParseError, Schedule, UnknownTimeZone, format_schedule, unsupported_schedule_message};
+use crate::{ParseError, Schedule, UnknownTimeZone, format_schedule, unsupported_schedule_message};
 
 /// Why a schedule cannot be previewed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
