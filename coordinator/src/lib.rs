@@ -1,2 +1,6 @@
-//! The batchfleet coordinator. The ownership protocol, placement and PodGC land here in later
-//! issues; today it carries the command-line surface so deployments and scripts can rely on it.
+//! The batchfleet coordinator: shard placement today; leader election, the shard map, worker
+//! sessions, the admin API and PodGC land here with the fleet.
+
+pub mod handover;
+pub mod ids;
+pub mod placement;

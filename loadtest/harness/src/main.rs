@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench_cron;
 mod bench_jobs;
+mod bench_placement;
 mod bench_sim;
 mod plot;
 mod proc_stat;
@@ -39,6 +40,8 @@ enum Command {
     BenchJobs(bench_jobs::BenchJobsArgs),
     /// Benchmark CronJob creation skew and TTL-after-finished deletion lag.
     BenchCron(bench_cron::BenchCronArgs),
+    /// Benchmark the coordinator's shard placement: balance, moves per join and leave, speed.
+    BenchPlacement(bench_placement::BenchPlacementArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
+            Command::BenchPlacement(args) => bench_placement::run(args).await,
         }
     });
     match result {
