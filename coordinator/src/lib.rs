@@ -1,6 +1,7 @@
-//! The batchfleet coordinator: shard placement today; leader election, the shard map, worker
-//! sessions, the admin API and PodGC land here with the fleet.
+//! The batchfleet coordinator: shard placement, the hand-over state machine and the coordination
+//! store today; worker sessions, the admin API and PodGC land here with the fleet.
 
 pub mod handover;
 pub mod ids;
 pub mod placement;
+pub mod store;

@@ -1,0 +1,137 @@
+//! Worker liveness as the coordinator judges it: a worker is alive while its lease record keeps
+//! changing. Expiry is measured from when this observer last saw the record change, on this
+//! process's monotonic clock — never by comparing the worker's clock with ours. A new observer
+//! (after a coordinator fail-over) starts every worker's clock afresh, so a fail-over cannot
+//! expire a healthy worker.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::WorkerLease;
+use crate::ids::WorkerId;
+
+#[derive(Debug, Clone)]
+struct Seen {
+    renewal: String,
+    ttl: Duration,
+    changed_at: Instant,
+}
+
+/// What the coordinator knows of each worker's lease.
+#[derive(Debug, Default)]
+pub struct LivenessObserver {
+    seen: BTreeMap<WorkerId, Seen>,
+}
+
+/// How a worker stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// Renewed within its TTL; `expires_in` is what is left of it.
+    Alive { expires_in: Duration },
+    /// Not renewed for its TTL, but within the margin: its shards are not yet free.
+    Expiring,
+    /// Not renewed for its TTL plus the margin: it has stopped by its own clock, and its shards
+    /// may be given to others.
+    Expired,
+}
+
+impl LivenessObserver {
+    /// Takes in a fresh read of every lease at `now`. A record that vanished is forgotten: its
+    /// worker removed it on a clean exit, or the store expired it.
+    pub fn observe(&mut self, leases: &[WorkerLease], now: Instant) {
+        let mut next = BTreeMap::new();
+        for lease in leases {
+            let seen = match self.seen.remove(&lease.worker) {
+                Some(old) if old.renewal == lease.renewal => Seen { ttl: lease.ttl, ..old },
+                _ => Seen { renewal: lease.renewal.clone(), ttl: lease.ttl, changed_at: now },
+            };
+            next.insert(lease.worker.clone(), seen);
+        }
+        self.seen = next;
+    }
+
+    /// How `worker` stands at `now`; `None` for a worker without a record.
+    pub fn liveness(&self, worker: &WorkerId, now: Instant, margin: Duration) -> Option<Liveness> {
+        let seen = self.seen.get(worker)?;
+        let quiet = now.saturating_duration_since(seen.changed_at);
+        Some(if quiet < seen.ttl {
+            Liveness::Alive { expires_in: seen.ttl - quiet }
+        } else if quiet < seen.ttl + margin {
+            Liveness::Expiring
+        } else {
+            Liveness::Expired
+        })
+    }
+
+    /// Every worker with a record, and how it stands.
+    pub fn all(&self, now: Instant, margin: Duration) -> Vec<(WorkerId, Liveness)> {
+        self.seen.keys().filter_map(|w| self.liveness(w, now, margin).map(|l| (w.clone(), l))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(worker: &str, renewal: &str) -> WorkerLease {
+        WorkerLease { worker: WorkerId(worker.into()), renewal: renewal.into(), ttl: Duration::from_secs(10) }
+    }
+
+    const MARGIN: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn a_record_that_keeps_changing_stays_alive() {
+        let t0 = Instant::now();
+        let mut o = LivenessObserver::default();
+        for i in 0..10u64 {
+            o.observe(&[lease("a", &i.to_string())], t0 + Duration::from_secs(5 * i));
+        }
+        let at = t0 + Duration::from_secs(48);
+        assert_eq!(
+            o.liveness(&WorkerId("a".into()), at, MARGIN),
+            Some(Liveness::Alive { expires_in: Duration::from_secs(7) })
+        );
+    }
+
+    #[test]
+    fn a_record_that_stops_changing_expires_after_ttl_then_margin() {
+        let t0 = Instant::now();
+        let mut o = LivenessObserver::default();
+        o.observe(&[lease("a", "1")], t0);
+        o.observe(&[lease("a", "1")], t0 + Duration::from_secs(9));
+        let w = WorkerId("a".into());
+        assert!(matches!(o.liveness(&w, t0 + Duration::from_secs(9), MARGIN), Some(Liveness::Alive { .. })));
+        assert_eq!(o.liveness(&w, t0 + Duration::from_secs(11), MARGIN), Some(Liveness::Expiring));
+        assert_eq!(o.liveness(&w, t0 + Duration::from_secs(12), MARGIN), Some(Liveness::Expired));
+    }
+
+    /// A standby that takes over sees every record for the first time: full TTL for everyone,
+    /// however old the renewal times written in the records are.
+    #[test]
+    fn a_new_observer_gives_every_worker_its_full_ttl() {
+        let t0 = Instant::now();
+        let mut o = LivenessObserver::default();
+        o.observe(&[lease("a", "41"), lease("b", "7")], t0);
+        for w in ["a", "b"] {
+            assert_eq!(
+                o.liveness(&WorkerId(w.into()), t0, MARGIN),
+                Some(Liveness::Alive { expires_in: Duration::from_secs(10) })
+            );
+        }
+    }
+
+    #[test]
+    fn a_vanished_record_is_forgotten_and_a_returning_one_starts_afresh() {
+        let t0 = Instant::now();
+        let mut o = LivenessObserver::default();
+        o.observe(&[lease("a", "1")], t0);
+        o.observe(&[], t0 + Duration::from_secs(1));
+        assert_eq!(o.liveness(&WorkerId("a".into()), t0 + Duration::from_secs(1), MARGIN), None);
+        o.observe(&[lease("a", "1")], t0 + Duration::from_secs(30));
+        assert!(matches!(
+            o.liveness(&WorkerId("a".into()), t0 + Duration::from_secs(35), MARGIN),
+            Some(Liveness::Alive { .. })
+        ));
+        assert_eq!(o.all(t0 + Duration::from_secs(35), MARGIN).len(), 1);
+    }
+}
