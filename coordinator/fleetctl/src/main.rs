@@ -6,13 +6,32 @@ use std::process::ExitCode;
 use batchfleet_cron::preview;
 use clap::{Parser, Subcommand};
 
+mod admin_client;
+mod output;
+
+use admin_client::{CommandError, with_leader};
+use batchfleet_proto::v1::{
+    RebalanceRequest, ShardRequest, ShardToWorkerRequest, ShardsRequest, StatusRequest, WorkerRequest,
+    WorkersRequest,
+};
+use output::Format;
+
 /// Operator commands for a batchfleet, against the coordinator's admin API.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Cli {
-    /// Admin API address of the coordinator.
-    #[arg(long, env = "FLEET_ADMIN", default_value = "http://127.0.0.1:7400", global = true)]
-    admin: String,
+    /// Admin API addresses of the coordinators, comma-separated; the leader among them answers.
+    #[arg(
+        long,
+        env = "FLEET_ADMIN",
+        default_value = "http://127.0.0.1:7400",
+        global = true,
+        value_delimiter = ','
+    )]
+    admin: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table", global = true)]
+    output: Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,25 +53,28 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         count: usize,
     },
-    /// Leader, shard count and workers (needs the coordinator).
+    /// The leader, the store, shard and worker counts, shards by state, moves in progress.
     Status,
-    /// Workers and their shards (needs the coordinator).
+    /// Every worker: state, shards, load, and when its lease expires.
     Workers,
-    /// The shard map (needs the coordinator).
+    /// Every shard: owner, epoch, state, load, whether it is pinned.
     Shards,
-    /// Move every shard off a worker, then let it exit (needs the coordinator).
+    /// Move every shard off a worker by the hand-over, then let it exit.
     Drain { worker: String },
-    /// Let a drained worker take shards again (needs the coordinator).
+    /// Let a drained worker take shards again.
     Undrain { worker: String },
-    /// Recompute placement (needs the coordinator).
+    /// Recompute the placement and make the moves it asks for.
     Rebalance {
+        /// Print exactly the moves rebalance would make, and make none.
         #[arg(long)]
         dry_run: bool,
     },
-    /// Move one shard to a worker (needs the coordinator).
+    /// Move one shard to a worker now.
     Move { shard: u32, worker: String },
-    /// Pin a shard to a worker (needs the coordinator).
+    /// Keep a shard on a worker (it moves there if it is elsewhere).
     Pin { shard: u32, worker: String },
+    /// Let the placement decide a pinned shard's owner again.
+    Unpin { shard: u32 },
 }
 
 fn main() -> ExitCode {
@@ -64,18 +86,76 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match cli.command {
-        Command::Schedule { schedule, time_zone, from, count } => {
-            schedule_command(&schedule, time_zone.as_deref(), from.as_deref(), count)
+    if let Command::Schedule { schedule, time_zone, from, count } = &cli.command {
+        return schedule_command(schedule, time_zone.as_deref(), from.as_deref(), *count);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fleetctl: cannot start: {e}");
+            return ExitCode::FAILURE;
         }
-        other => {
-            eprintln!(
-                "fleetctl: {other:?} needs the coordinator's admin API at {}, which is not implemented yet",
-                cli.admin
-            );
-            ExitCode::from(1)
+    };
+    match runtime.block_on(admin_command(&cli)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fleetctl: {e}");
+            ExitCode::from(2)
         }
     }
+}
+
+/// Runs an admin command against the leader; returns what to print.
+async fn admin_command(cli: &Cli) -> Result<String, CommandError> {
+    let (admin, format) = (&cli.admin, cli.output);
+    let worker = |w: &str| WorkerRequest { worker: w.to_string() };
+    let to_worker = |shard: u32, w: &str| ShardToWorkerRequest { shard, worker: w.to_string() };
+    Ok(match &cli.command {
+        Command::Schedule { .. } => String::new(),
+        Command::Status => output::status(
+            &with_leader(admin, |mut c| async move { c.status(StatusRequest {}).await }).await?,
+            format,
+        ),
+        Command::Workers => {
+            let r = with_leader(admin, |mut c| async move { c.workers(WorkersRequest {}).await }).await?;
+            output::workers(&r.workers, format)
+        }
+        Command::Shards => {
+            let r = with_leader(admin, |mut c| async move { c.shards(ShardsRequest {}).await }).await?;
+            output::shards(&r.shards, format)
+        }
+        Command::Drain { worker: w } => {
+            let r = with_leader(admin, |mut c| async move { c.drain(worker(w)).await }).await?;
+            output::reply(&r.message, format)
+        }
+        Command::Undrain { worker: w } => {
+            let r = with_leader(admin, |mut c| async move { c.undrain(worker(w)).await }).await?;
+            output::reply(&r.message, format)
+        }
+        Command::Rebalance { dry_run } => {
+            let dry_run = *dry_run;
+            let r =
+                with_leader(admin, |mut c| async move { c.rebalance(RebalanceRequest { dry_run }).await })
+                    .await?;
+            output::moves(&r.moves, format)
+        }
+        Command::Move { shard, worker: w } => {
+            let r = with_leader(admin, |mut c| async move { c.r#move(to_worker(*shard, w)).await }).await?;
+            output::reply(&r.message, format)
+        }
+        Command::Pin { shard, worker: w } => {
+            let r = with_leader(admin, |mut c| async move { c.pin(to_worker(*shard, w)).await }).await?;
+            output::reply(&r.message, format)
+        }
+        Command::Unpin { shard } => {
+            let shard = *shard;
+            let r = with_leader(admin, |mut c| async move { c.unpin(ShardRequest { shard }).await }).await?;
+            output::reply(&r.message, format)
+        }
+    })
 }
 
 fn schedule_command(schedule: &str, time_zone: Option<&str>, from: Option<&str>, count: usize) -> ExitCode {
