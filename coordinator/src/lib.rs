@@ -4,4 +4,5 @@
 pub mod handover;
 pub mod ids;
 pub mod placement;
+pub mod podgc;
 pub mod store;
