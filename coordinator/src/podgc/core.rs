@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn only_pods_that_are_not_terminal_are_marked_failed_before_deletion() {
-        let pods = vec![pod("a", "Failed", "", 0), pod("b", "Running", "", 0), pod("c", "Succeeded", "", 0)];
+        let pods = [pod("a", "Failed", "", 0), pod("b", "Running", "", 0), pod("c", "Succeeded", "", 0)];
         let marked: Vec<bool> = pods.iter().map(|p| deletion(p, Reason::Orphaned).mark_failed).collect();
         assert_eq!(marked, [false, true, false]);
         assert!(deletion(&pods[1], Reason::Orphaned).disruption_condition);
