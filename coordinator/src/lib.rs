@@ -3,6 +3,8 @@
 
 pub mod handover;
 pub mod ids;
+pub mod kube_client;
+pub mod leader;
 pub mod placement;
 pub mod podgc;
 pub mod store;

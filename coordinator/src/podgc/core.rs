@@ -15,16 +15,17 @@ pub const DEFAULT_TERMINATED_POD_THRESHOLD: usize = 12_500;
 /// The taint that marks a node out of service (`v1.TaintNodeOutOfService`).
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
 
-/// What PodGC keeps of a pod: identity, phase, node, deletion, creation, eviction.
+/// What PodGC looks at of a pod: identity, phase, node, deletion, creation, eviction. Borrowed
+/// from the compact cache for the length of a pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodView {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
+pub struct PodView<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
     /// `status.phase`; empty when unset (which counts as terminated, as upstream).
-    pub phase: String,
+    pub phase: &'a str,
     /// `spec.nodeName`; empty when unscheduled.
-    pub node_name: String,
+    pub node_name: &'a str,
     pub deleting: bool,
     /// `metadata.creationTimestamp`, seconds since the epoch.
     pub created: i64,
@@ -81,7 +82,7 @@ pub const ORPHAN_CONDITION_REASON: &str = "DeletionByPodGC";
 pub const ORPHAN_CONDITION_MESSAGE: &str = "PodGC: node no longer exists";
 
 fn is_terminated(pod: &PodView) -> bool {
-    !matches!(pod.phase.as_str(), "Pending" | "Running" | "Unknown")
+    !matches!(pod.phase, "Pending" | "Running" | "Unknown")
 }
 
 fn is_evicted(pod: &PodView) -> bool {
@@ -90,19 +91,19 @@ fn is_evicted(pod: &PodView) -> bool {
 
 fn deletion(pod: &PodView, reason: Reason) -> Deletion {
     Deletion {
-        namespace: pod.namespace.clone(),
-        name: pod.name.clone(),
-        uid: pod.uid.clone(),
+        namespace: pod.namespace.to_string(),
+        name: pod.name.to_string(),
+        uid: pod.uid.to_string(),
         reason,
-        mark_failed: !matches!(pod.phase.as_str(), "Succeeded" | "Failed"),
+        mark_failed: !matches!(pod.phase, "Succeeded" | "Failed"),
         disruption_condition: reason == Reason::Orphaned,
     }
 }
 
 /// upstream `byEvictionAndCreationTimestamp`: evicted first, then oldest, then by name.
-fn by_eviction_and_creation(pods: &mut [&PodView]) {
+fn by_eviction_and_creation(pods: &mut [&PodView<'_>]) {
     pods.sort_by(|a, b| {
-        is_evicted(b).cmp(&is_evicted(a)).then(a.created.cmp(&b.created)).then_with(|| a.name.cmp(&b.name))
+        is_evicted(b).cmp(&is_evicted(a)).then(a.created.cmp(&b.created)).then_with(|| a.name.cmp(b.name))
     });
 }
 
@@ -112,7 +113,7 @@ pub fn gc_terminated(pods: &[PodView], threshold: usize) -> Vec<Deletion> {
     if threshold == 0 {
         return Vec::new();
     }
-    let mut terminated: Vec<&PodView> = pods.iter().filter(|p| is_terminated(p)).collect();
+    let mut terminated: Vec<&PodView<'_>> = pods.iter().filter(|p| is_terminated(p)).collect();
     let excess = terminated.len().saturating_sub(threshold);
     if excess == 0 {
         return Vec::new();
@@ -124,10 +125,10 @@ pub fn gc_terminated(pods: &[PodView], threshold: usize) -> Vec<Deletion> {
 /// `gcTerminating`: terminating pods on nodes that are not Ready and carry the out-of-service
 /// taint. A pod whose node is not in the cache is skipped.
 pub fn gc_terminating(pods: &[PodView], nodes: &BTreeMap<String, NodeView>) -> Vec<Deletion> {
-    let mut terminating: Vec<&PodView> = pods
+    let mut terminating: Vec<&PodView<'_>> = pods
         .iter()
         .filter(|p| p.deleting)
-        .filter(|p| nodes.get(&p.node_name).is_some_and(|n| !n.ready && n.out_of_service))
+        .filter(|p| nodes.get(p.node_name).is_some_and(|n| !n.ready && n.out_of_service))
         .collect();
     by_eviction_and_creation(&mut terminating);
     terminating.into_iter().map(|p| deletion(p, Reason::OutOfService)).collect()
@@ -136,7 +137,7 @@ pub fn gc_terminating(pods: &[PodView], nodes: &BTreeMap<String, NodeView>) -> V
 /// `gcOrphaned`, second half: pods bound to nodes a GET found gone.
 pub fn gc_orphaned(pods: &[PodView], deleted_nodes: &BTreeSet<String>) -> Vec<Deletion> {
     pods.iter()
-        .filter(|p| deleted_nodes.contains(&p.node_name))
+        .filter(|p| deleted_nodes.contains(p.node_name))
         .map(|p| deletion(p, Reason::Orphaned))
         .collect()
 }
@@ -168,10 +169,10 @@ impl Quarantine {
         now: Instant,
         quarantine: Duration,
     ) -> Vec<String> {
-        for pod in pods.iter().filter(|p| !p.node_name.is_empty() && !nodes.contains_key(&p.node_name)) {
+        for pod in pods.iter().filter(|p| !p.node_name.is_empty() && !nodes.contains_key(p.node_name)) {
             let ready_at = now + quarantine;
             self.waiting
-                .entry(pod.node_name.clone())
+                .entry(pod.node_name.to_string())
                 .and_modify(|t| *t = (*t).min(ready_at))
                 .or_insert(ready_at);
         }
@@ -200,13 +201,13 @@ mod tests {
 
     const HOUR: i64 = 3600;
 
-    fn pod(name: &str, phase: &str, node: &str, created: i64) -> PodView {
+    fn pod<'a>(name: &'a str, phase: &'a str, node: &'a str, created: i64) -> PodView<'a> {
         PodView {
-            namespace: "default".into(),
-            name: name.into(),
-            uid: format!("uid-{name}"),
-            phase: phase.into(),
-            node_name: node.into(),
+            namespace: "default",
+            name,
+            uid: name,
+            phase,
+            node_name: node,
             deleting: false,
             created,
             evicted_reason: false,
@@ -224,7 +225,7 @@ mod tests {
     /// upstream TestGCTerminated, pods created an hour apart, threshold 1.
     #[test]
     fn gc_terminated_deletes_the_excess_evicted_then_oldest_first() {
-        let cases: Vec<(&str, Vec<PodView>, usize, Vec<&str>)> = vec![
+        let cases: Vec<(&str, Vec<PodView<'_>>, usize, Vec<&str>)> = vec![
             (
                 "delete pod a which is PodFailed and pod b which is PodSucceeded",
                 vec![

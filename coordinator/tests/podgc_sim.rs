@@ -1,0 +1,243 @@
+//! PodGC's shell against the sim cluster: the passes delete what upstream deletes, orphans are
+//! marked Failed before deletion, and nothing is deleted while another coordinator leads. Checked
+//! from the cluster's objects and the sim's audit log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use batchfleet_coordinator::kube_client;
+use batchfleet_coordinator::leader::{self, ElectionTiming};
+use batchfleet_coordinator::podgc::controller::{self, PodGcConfig, PodGcMetrics};
+use batchfleet_coordinator::store::CoordinationStore;
+use batchfleet_coordinator::store::kubernetes::KubernetesStore;
+use batchfleet_sim::audit::read_log;
+use batchfleet_sim::testing::wait_until;
+use batchfleet_sim::{SimCluster, SimConfig};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::sync::watch;
+
+struct Fixture {
+    sim: SimCluster,
+    audit: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    client: kube::Client,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.log");
+    let sim = SimCluster::start(SimConfig {
+        nodes: 1,
+        kubelet: false,
+        audit_log: Some(audit.clone()),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim");
+    let config = kube::Config::new(sim.url().parse().expect("url"));
+    let client = kube::Client::try_from(config).expect("client");
+    Fixture { sim, audit, _dir: dir, client }
+}
+
+/// The coordinator's own client, named in every request as the binary names it.
+fn coordinator_client(f: &Fixture, id: &str) -> kube::Client {
+    let config = kube::Config::new(f.sim.url().parse().expect("url"));
+    kube_client::from_config(config, &kube_client::user_agent(id)).expect("client")
+}
+
+const TIMING: ElectionTiming = ElectionTiming {
+    lease_duration: Duration::from_secs(3),
+    renew_deadline: Duration::from_secs(2),
+    retry_period: Duration::from_millis(200),
+};
+
+fn fast_gc(threshold: usize) -> PodGcConfig {
+    PodGcConfig {
+        terminated_pod_threshold: threshold,
+        period: Duration::from_millis(200),
+        quarantine: Duration::from_secs(1),
+        concurrency: 4,
+    }
+}
+
+/// Starts an election for `id` and PodGC under it; returns the metrics' registry and the stop.
+fn start_podgc(f: &Fixture, id: &str, config: PodGcConfig) -> (prometheus::Registry, watch::Sender<bool>) {
+    let (stop_tx, stop) = watch::channel(false);
+    let client = coordinator_client(f, id);
+    let store = Arc::new(KubernetesStore::new(client.clone(), "kube-system"));
+    let (leadership, _election) = leader::start(store, id.to_string(), TIMING, stop.clone());
+    let registry = prometheus::Registry::new();
+    let metrics = PodGcMetrics::register(&registry).expect("metrics");
+    tokio::spawn(controller::run(client, config, metrics, leadership, stop));
+    (registry, stop_tx)
+}
+
+async fn create_pod(f: &Fixture, name: &str, node: &str, phase: &str) {
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
+    let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+    if !node.is_empty() {
+        spec["nodeName"] = json!(node);
+    }
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("create pod");
+    if phase != "Pending" {
+        let patch = json!({"status": {"phase": phase}});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("status");
+    }
+}
+
+async fn pod_names(f: &Fixture) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
+    let mut names: Vec<String> = pods
+        .list(&Default::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn counter(registry: &prometheus::Registry, name: &str, reason: &str) -> u64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|m| m.name() == name)
+        .flat_map(|m| m.get_metric().iter())
+        .filter(|m| m.get_label().iter().any(|l| l.name() == "reason" && l.value() == reason))
+        .map(|m| m.get_counter().value() as u64)
+        .sum()
+}
+
+/// upstream TestGCTerminated's first case, through the API: threshold 1 keeps the newest
+/// terminated pod (ties broken by name) and never touches a running one.
+#[tokio::test]
+async fn terminated_pods_over_the_threshold_are_deleted_oldest_first() {
+    let f = fixture().await;
+    create_pod(&f, "a", "sim-node-0", "Failed").await;
+    create_pod(&f, "b", "sim-node-0", "Succeeded").await;
+    create_pod(&f, "c", "sim-node-0", "Failed").await;
+    create_pod(&f, "d", "sim-node-0", "Running").await;
+    let (registry, _stop) = start_podgc(&f, "coordinator-a", fast_gc(1));
+    wait_until("a and b to be collected", Duration::from_secs(20), || async {
+        (pod_names(&f).await == ["c", "d"]).then_some(())
+    })
+    .await;
+    assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "terminated"), 2);
+    assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pod_errors_total", "terminated"), 0);
+    let events = read_log(&f.audit).expect("audit log");
+    let ours =
+        |e: &&batchfleet_sim::audit::AuditEvent| e.user_agent == kube_client::user_agent("coordinator-a");
+    let pod_ref =
+        |e: &batchfleet_sim::audit::AuditEvent| e.object_ref.clone().filter(|o| o.resource == "pods");
+    let deleted: Vec<String> = events
+        .iter()
+        .filter(ours)
+        .filter(|e| e.verb == "delete")
+        .filter_map(|e| pod_ref(e).map(|o| o.name))
+        .collect();
+    assert_eq!(deleted.len(), 2, "one DELETE per collected pod: {deleted:?}");
+    assert!(
+        !events.iter().filter(ours).any(|e| e.verb == "patch" && pod_ref(e).is_some()),
+        "terminal pods are deleted without a status patch"
+    );
+    drop(f.sim);
+}
+
+/// upstream TestGCOrphaned: pods bound to a node that does not exist are marked Failed with
+/// DisruptionTarget (only those not already terminal), then deleted — after the quarantine.
+#[tokio::test]
+async fn orphans_are_marked_failed_then_deleted_after_the_quarantine() {
+    let f = fixture().await;
+    create_pod(&f, "running-orphan", "ghost-node", "Running").await;
+    create_pod(&f, "done-orphan", "ghost-node", "Succeeded").await;
+    create_pod(&f, "healthy", "sim-node-0", "Running").await;
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
+    let mut seen = Box::pin(pods.watch(&Default::default(), "0").await.expect("watch"));
+    let started = jiff::Timestamp::now();
+    let (registry, _stop) =
+        start_podgc(&f, "coordinator-a", PodGcConfig { terminated_pod_threshold: 0, ..fast_gc(0) });
+
+    // The orphan is patched to Failed with the condition before it goes.
+    let mut marked = None;
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_secs(20), futures::TryStreamExt::try_next(&mut seen))
+            .await
+            .expect("in time")
+    {
+        if let kube::core::WatchEvent::Modified(p) = event
+            && p.metadata.name.as_deref() == Some("running-orphan")
+        {
+            marked = Some(p);
+            break;
+        }
+    }
+    let marked = marked.expect("the orphan was patched");
+    let status = marked.status.expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Failed"));
+    let condition = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "DisruptionTarget")
+        .expect("condition");
+    assert_eq!((condition.status.as_str(), condition.reason.as_deref()), ("True", Some("DeletionByPodGC")));
+    assert_eq!(condition.message.as_deref(), Some("PodGC: node no longer exists"));
+
+    wait_until("both orphans to go", Duration::from_secs(20), || async {
+        (pod_names(&f).await == ["healthy"]).then_some(())
+    })
+    .await;
+    assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "orphaned"), 2);
+    let events = read_log(&f.audit).expect("audit");
+    let ours: Vec<_> =
+        events.iter().filter(|e| e.user_agent == kube_client::user_agent("coordinator-a")).collect();
+    let patched: Vec<&str> = ours
+        .iter()
+        .filter(|e| e.verb == "patch")
+        .filter_map(|e| e.object_ref.as_ref().filter(|o| o.subresource == "status").map(|o| o.name.as_str()))
+        .collect();
+    assert_eq!(patched, ["running-orphan"], "only the pod that was not terminal is marked Failed");
+    let first_delete = ours.iter().find(|e| e.verb == "delete").expect("deletes");
+    let deleted_at: jiff::Timestamp = first_delete.request_received_timestamp.parse().expect("time");
+    assert!(
+        deleted_at.duration_since(started) >= jiff::SignedDuration::from_secs(1),
+        "not before the quarantine"
+    );
+    let node_gets = events
+        .into_iter()
+        .filter(|e| {
+            e.verb == "get"
+                && e.object_ref.as_ref().is_some_and(|o| o.resource == "nodes" && o.name == "ghost-node")
+        })
+        .count();
+    assert!(node_gets >= 1, "the missing node is looked up before its pods go");
+}
+
+/// Only the leader collects: while another coordinator holds the lease nothing is deleted, and
+/// once it resigns this one takes over and finishes the work.
+#[tokio::test]
+async fn nothing_is_deleted_until_this_coordinator_leads() {
+    let f = fixture().await;
+    let other = KubernetesStore::new(f.client.clone(), "kube-system");
+    assert!(other.campaign("coordinator-other", Duration::from_secs(60)).await.expect("campaign").is_leader);
+    create_pod(&f, "a", "sim-node-0", "Failed").await;
+    create_pod(&f, "b", "sim-node-0", "Failed").await;
+    let (_registry, _stop) = start_podgc(&f, "coordinator-a", fast_gc(1));
+
+    // Several periods pass with the other coordinator leading: the pods stay.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while tokio::time::Instant::now() < deadline {
+        assert_eq!(pod_names(&f).await, ["a", "b"], "a standby deleted pods");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    other.resign("coordinator-other").await.expect("resign");
+    wait_until("the new leader to collect", Duration::from_secs(20), || async {
+        (pod_names(&f).await == ["b"]).then_some(())
+    })
+    .await;
+}
