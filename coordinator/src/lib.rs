@@ -5,6 +5,7 @@ pub mod handover;
 pub mod ids;
 pub mod kube_client;
 pub mod leader;
+pub mod metrics_endpoint;
 pub mod placement;
 pub mod podgc;
 pub mod store;

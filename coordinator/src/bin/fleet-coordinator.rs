@@ -1,24 +1,223 @@
-use clap::Parser;
+//! `fleet-coordinator`: the leader-elected coordinator of a batchfleet. Today it runs the election
+//! on the coordination store and, while leading, the cluster-wide PodGC; shard placement and the
+//! worker sessions arrive with the fleet.
 
-/// Leader-elected coordinator of a batchfleet: shard map, placement, worker sessions, admin API and
-/// cluster-wide PodGC.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use batchfleet_coordinator::kube_client;
+use batchfleet_coordinator::leader::{self, ElectionTiming, Leadership};
+use batchfleet_coordinator::metrics_endpoint;
+use batchfleet_coordinator::podgc::controller::{self as podgc, PodGcConfig, PodGcMetrics};
+use batchfleet_coordinator::store::CoordinationStore;
+use batchfleet_coordinator::store::etcd::EtcdStore;
+use batchfleet_coordinator::store::kubernetes::KubernetesStore;
+use clap::{Parser, ValueEnum};
+use tokio::sync::watch;
+
+/// Leader-elected coordinator of a batchfleet: leader election on the coordination store and the
+/// cluster-wide PodGC (shard placement and worker sessions come with the fleet).
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
-    /// kubeconfig of the API server (default: in-cluster, then $KUBECONFIG).
+    /// kubeconfig of the API server (default: $KUBECONFIG, then in-cluster).
     #[arg(long, env = "KUBECONFIG")]
-    kubeconfig: Option<std::path::PathBuf>,
-    /// gRPC listen address for worker sessions and the admin API.
+    kubeconfig: Option<PathBuf>,
+    /// gRPC listen address for worker sessions and the admin API (served with the fleet).
     #[arg(long, env = "FLEET_LISTEN", default_value = "0.0.0.0:7400")]
-    listen: String,
+    listen: SocketAddr,
+    /// This coordinator's identity in leader election (default: the hostname).
+    #[arg(long, env = "FLEET_COORDINATOR_ID")]
+    coordinator_id: Option<String>,
+    /// Where leadership, worker leases and the shard map live.
+    #[arg(long, env = "FLEET_STORE", value_enum, default_value = "kubernetes")]
+    store: StoreKind,
+    /// etcd endpoints for `--store etcd`, comma-separated.
+    #[arg(
+        long,
+        env = "FLEET_ETCD_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    etcd_endpoints: Vec<String>,
+    /// Key prefix for `--store etcd`.
+    #[arg(long, default_value = "/batchfleet/")]
+    etcd_prefix: String,
+    /// Namespace of the fleet's Leases and shard map for `--store kubernetes`.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
+    namespace: String,
+    /// Prometheus metrics, /healthz and /readyz.
+    #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:9400")]
+    metrics_addr: SocketAddr,
+    /// How long a leader's lease lasts without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long a leader keeps trying to renew before it steps down (< the lease duration).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often candidates try and the leader renews.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// Terminated pods kept before PodGC deletes the oldest; 0 turns that pass off.
+    #[arg(long, default_value_t = 12_500)]
+    terminated_pod_gc_threshold: usize,
+    /// How often PodGC runs.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    podgc_period: Duration,
+    /// How long a node missing from the cache waits before PodGC looks it up.
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    podgc_quarantine: Duration,
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    Kubernetes,
+    Etcd,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (number, unit) =
+        s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
+    let value: f64 =
+        number.parse().map_err(|_| format!("{s:?} is not a duration such as 500ms, 20s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{s:?} is not a duration such as 500ms, 20s or 2m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let timing = ElectionTiming {
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    };
+    if let Err(e) = timing.validate() {
+        eprintln!("fleet-coordinator: {e}");
+        return ExitCode::from(2);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,hyper=warn".into()),
+        )
         .init();
-    tracing::error!(?args, "the coordinator is not implemented yet; use `fleet-worker --standalone`");
-    std::process::exit(2)
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fleet-coordinator: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args, timing)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fleet-coordinator: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
+    let id = match args.coordinator_id.clone() {
+        Some(id) => id,
+        None => hostname().context("no --coordinator-id given and the hostname is unreadable")?,
+    };
+    let config = kube_client::load_config(args.kubeconfig.as_deref()).await?;
+    let client = kube_client::from_config(config, &kube_client::user_agent(&id))?;
+    let registry = prometheus::Registry::new();
+    let (metrics_bound, serve_metrics) = metrics_endpoint::bind(args.metrics_addr, registry.clone())
+        .await
+        .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
+    tokio::spawn(serve_metrics);
+    tracing::info!(%id, store = ?args.store, metrics = %metrics_bound, "fleet-coordinator starting");
+
+    let (stop_tx, stop) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: stepping down as leader");
+        let _ = stop_tx.send(true);
+    });
+    let leadership = match args.store {
+        StoreKind::Kubernetes => {
+            let store = Arc::new(KubernetesStore::new(client.clone(), &args.namespace));
+            start_election(store, &id, timing, &stop)
+        }
+        StoreKind::Etcd => {
+            let store = Arc::new(
+                EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
+                    .await
+                    .with_context(|| format!("connecting to etcd at {}", args.etcd_endpoints.join(",")))?,
+            );
+            start_election(store, &id, timing, &stop)
+        }
+    };
+    let (leadership, election) = leadership;
+    metrics_endpoint::register_leader_gauge(&registry, leadership.subscribe())?;
+    let podgc_config = PodGcConfig {
+        terminated_pod_threshold: args.terminated_pod_gc_threshold,
+        period: args.podgc_period,
+        quarantine: args.podgc_quarantine,
+        ..PodGcConfig::default()
+    };
+    let metrics = PodGcMetrics::register(&registry)?;
+    let gc = tokio::spawn(podgc::run(client, podgc_config, metrics, leadership, stop.clone()));
+    let _ = gc.await;
+    // The election resigns the lease on the way out, so a standby takes over at once.
+    let _ = election.await;
+    Ok(())
+}
+
+fn start_election<S: CoordinationStore + 'static>(
+    store: Arc<S>,
+    id: &str,
+    timing: ElectionTiming,
+    stop: &watch::Receiver<bool>,
+) -> (Leadership, tokio::task::JoinHandle<()>) {
+    leader::start(store, id.to_string(), timing, stop.clone())
+}
+
+fn hostname() -> Option<String> {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()))
+        .filter(|h| !h.is_empty())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
 }
