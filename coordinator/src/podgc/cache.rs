@@ -2,12 +2,14 @@
 //! node names interned, uid, phase, creation time, deletion, eviction), and the nodes PodGC looks
 //! at. Fed by watch events; whole pods are never kept.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
 
+use hashbrown::DefaultHashBuilder;
+use hashbrown::HashTable;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::core::{NodeView, OUT_OF_SERVICE_TAINT, PodView};
+use super::core::{NodeView, OUT_OF_SERVICE_TAINT, PodView, Uid};
 
 /// Pod phases, one byte each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,31 +46,90 @@ impl Phase {
     }
 }
 
-#[derive(Debug, Clone)]
-struct CompactPod {
-    uid: Box<str>,
-    node: Option<Arc<str>>,
+const DELETING: u8 = 1;
+const EVICTED: u8 = 2;
+
+/// One cached pod in 40 bytes: its name is a slice of the shared arena, namespace and node are
+/// interned ids (0: none, which also marks a free slot), the uid is 16 bytes when it is a
+/// canonical UUID.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    name_at: u32,
+    name_len: u32,
+    namespace: u32,
+    node: u32,
+    uid: [u8; 16],
     created: i64,
     phase: Phase,
-    deleting: bool,
-    evicted_reason: bool,
+    flags: u8,
 }
 
-/// Pods by namespace and name.
+/// Strings seen many times (namespaces, nodes), stored once, by id from 1.
 #[derive(Debug, Default)]
+struct Interner {
+    ids: HashMap<Box<str>, u32>,
+    strings: Vec<Box<str>>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(id) = self.ids.get(s) {
+            return *id;
+        }
+        self.strings.push(s.into());
+        let id = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
+        self.ids.insert(s.into(), id);
+        id
+    }
+
+    fn lookup(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+
+    fn get(&self, id: u32) -> &str {
+        id.checked_sub(1).and_then(|i| self.strings.get(i as usize)).map_or("", |s| s)
+    }
+}
+
+/// Pods by namespace and name: a slab of [`Record`]s, a hash index of slot numbers, and one
+/// arena for the names.
+#[derive(Default)]
 pub struct PodCache {
-    pods: HashMap<(Arc<str>, Box<str>), CompactPod>,
-    names: HashSet<Arc<str>>,
+    records: Vec<Record>,
+    free: Vec<u32>,
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    names: String,
+    /// Arena bytes no live record uses; compacted when they outgrow the rest.
+    garbage: usize,
+    strings: Interner,
+    /// Uids that are not canonical UUIDs, by slot.
+    text_uids: HashMap<u32, Box<str>>,
+}
+
+impl std::fmt::Debug for PodCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodCache").field("pods", &self.len()).finish()
+    }
 }
 
 impl PodCache {
-    fn intern(&mut self, s: &str) -> Arc<str> {
-        if let Some(existing) = self.names.get(s) {
-            return existing.clone();
-        }
-        let arc: Arc<str> = Arc::from(s);
-        self.names.insert(arc.clone());
-        arc
+    fn name_of(&self, r: &Record) -> &str {
+        self.names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or("")
+    }
+
+    fn hash(&self, namespace: u32, name: &str) -> u64 {
+        self.hasher.hash_one((namespace, name))
+    }
+
+    fn find(&self, namespace: u32, name: &str) -> Option<u32> {
+        let hash = self.hash(namespace, name);
+        self.index
+            .find(hash, |slot| {
+                let r = &self.records[*slot as usize];
+                r.namespace == namespace && self.name_of(r) == name
+            })
+            .copied()
     }
 
     pub fn apply(&mut self, pod: &Pod) {
@@ -77,49 +138,133 @@ impl PodCache {
             return;
         };
         let status = pod.status.as_ref();
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
-        let compact = CompactPod {
-            uid: pod.metadata.uid.clone().unwrap_or_default().into_boxed_str(),
-            node: node.map(|n| self.intern(n)),
+        let namespace = self.strings.id(namespace);
+        let node = match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty()) {
+            Some(n) => self.strings.id(n),
+            None => 0,
+        };
+        let uid_text = pod.metadata.uid.as_deref().unwrap_or("");
+        let uuid = uuid::Uuid::try_parse(uid_text).ok().filter(|u| u.as_hyphenated().to_string() == uid_text);
+        let mut flags = 0;
+        if pod.metadata.deletion_timestamp.is_some() {
+            flags |= DELETING;
+        }
+        if status.and_then(|s| s.reason.as_deref()) == Some("Evicted") {
+            flags |= EVICTED;
+        }
+        let fields = Record {
+            name_at: 0,
+            name_len: 0,
+            namespace,
+            node,
+            uid: uuid.map_or([0; 16], |u| *u.as_bytes()),
             created: pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
             phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
-            evicted_reason: status.and_then(|s| s.reason.as_deref()) == Some("Evicted"),
+            flags,
         };
-        let key = (self.intern(namespace), Box::from(name));
-        self.pods.insert(key, compact);
-    }
-
-    pub fn delete(&mut self, pod: &Pod) {
-        if let (Some(namespace), Some(name)) =
-            (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref())
-        {
-            let key: (Arc<str>, Box<str>) = (Arc::from(namespace), Box::from(name));
-            self.pods.remove(&key);
+        let slot = match self.find(namespace, name) {
+            Some(slot) => {
+                let r = &mut self.records[slot as usize];
+                *r = Record { name_at: r.name_at, name_len: r.name_len, ..fields };
+                slot
+            }
+            None => {
+                let record =
+                    Record { name_at: self.names.len() as u32, name_len: name.len() as u32, ..fields };
+                self.names.push_str(name);
+                let slot = match self.free.pop() {
+                    Some(slot) => {
+                        self.records[slot as usize] = record;
+                        slot
+                    }
+                    None => {
+                        self.records.push(record);
+                        (self.records.len() - 1) as u32
+                    }
+                };
+                let hash = self.hash(namespace, name);
+                let (records, names, hasher) = (&self.records, &self.names, &self.hasher);
+                self.index.insert_unique(hash, slot, |s| {
+                    let r = &records[*s as usize];
+                    let n = names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or("");
+                    hasher.hash_one((r.namespace, n))
+                });
+                slot
+            }
+        };
+        if uuid.is_some() {
+            self.text_uids.remove(&slot);
+        } else {
+            self.text_uids.insert(slot, uid_text.into());
         }
     }
 
+    pub fn delete(&mut self, pod: &Pod) {
+        let (Some(namespace), Some(name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref())
+        else {
+            return;
+        };
+        let Some(namespace) = self.strings.lookup(namespace) else { return };
+        let hash = self.hash(namespace, name);
+        let (records, names) = (&self.records, &self.names);
+        let Ok(entry) = self.index.find_entry(hash, |slot| {
+            let r = &records[*slot as usize];
+            r.namespace == namespace
+                && names.get(r.name_at as usize..(r.name_at + r.name_len) as usize) == Some(name)
+        }) else {
+            return;
+        };
+        let (slot, _) = entry.remove();
+        let r = &mut self.records[slot as usize];
+        self.garbage += r.name_len as usize;
+        r.namespace = 0;
+        self.free.push(slot);
+        self.text_uids.remove(&slot);
+        if self.garbage > 1 << 20 && self.garbage > self.names.len() / 2 {
+            self.compact_names();
+        }
+    }
+
+    /// Rewrites the name arena with only the live names.
+    fn compact_names(&mut self) {
+        let mut names = String::with_capacity(self.names.len() - self.garbage);
+        for r in self.records.iter_mut().filter(|r| r.namespace != 0) {
+            let at = names.len() as u32;
+            names.push_str(
+                self.names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or(""),
+            );
+            r.name_at = at;
+        }
+        self.names = names;
+        self.garbage = 0;
+    }
+
     pub fn len(&self) -> usize {
-        self.pods.len()
+        self.records.len() - self.free.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
+        self.len() == 0
     }
 
     /// Every pod, borrowed for one pass.
     pub fn views(&self) -> Vec<PodView<'_>> {
-        self.pods
+        self.records
             .iter()
-            .map(|((namespace, name), p)| PodView {
-                namespace,
-                name,
-                uid: &p.uid,
-                phase: p.phase.as_str(),
-                node_name: p.node.as_deref().unwrap_or(""),
-                deleting: p.deleting,
-                created: p.created,
-                evicted_reason: p.evicted_reason,
+            .enumerate()
+            .filter(|(_, r)| r.namespace != 0)
+            .map(|(slot, r)| PodView {
+                namespace: self.strings.get(r.namespace),
+                name: self.name_of(r),
+                uid: match self.text_uids.get(&(slot as u32)) {
+                    Some(text) => Uid::Text(text),
+                    None => Uid::Uuid(uuid::Uuid::from_bytes(r.uid)),
+                },
+                phase: r.phase.as_str(),
+                node_name: if r.node == 0 { "" } else { self.strings.get(r.node) },
+                deleting: r.flags & DELETING != 0,
+                created: r.created,
+                evicted_reason: r.flags & EVICTED != 0,
             })
             .collect()
     }
@@ -186,9 +331,62 @@ mod tests {
         assert!(views[0].deleting && views[0].evicted_reason);
         assert_eq!(views[0].created, 1_795_514_400);
         assert_eq!(views[1].phase, "", "an unset phase stays empty");
-        assert_eq!(cache.names.len(), 2, "team-a and node-1, once each");
+        assert_eq!(cache.strings.strings.len(), 2, "team-a and node-1, once each");
         cache.delete(&pod(serde_json::json!({"metadata": {"namespace": "team-a", "name": "p1"}})));
         assert_eq!(cache.len(), 1);
+    }
+
+    fn simple(namespace: &str, name: &str, uid: &str, phase: &str) -> Pod {
+        pod(serde_json::json!({
+            "metadata": {"namespace": namespace, "name": name, "uid": uid},
+            "spec": {"containers": []},
+            "status": {"phase": phase}
+        }))
+    }
+
+    #[test]
+    fn updates_replace_deletes_free_and_slots_are_reused() {
+        let mut cache = PodCache::default();
+        let uuid = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+        cache.apply(&simple("a", "p", uuid, "Pending"));
+        cache.apply(&simple("a", "p", uuid, "Running"));
+        cache.apply(&simple("b", "p", "not-a-uuid", "Failed"));
+        assert_eq!(cache.len(), 2, "an update is not a second pod");
+        let mut views = cache.views();
+        views.sort_by_key(|v| v.namespace);
+        assert_eq!((views[0].phase, views[0].uid.to_string()), ("Running", uuid.to_string()));
+        assert_eq!(views[1].uid, Uid::Text("not-a-uuid"));
+        cache.delete(&simple("a", "p", uuid, ""));
+        cache.delete(&simple("a", "p", uuid, ""));
+        cache.delete(&simple("nowhere", "p", uuid, ""));
+        assert_eq!(cache.len(), 1);
+        cache.apply(&simple("c", "q", "3F2504E0-4F89-41D3-9A0C-0305E82C3301", ""));
+        assert_eq!(cache.records.len(), 2, "the freed slot is reused");
+        let upper = cache.views().into_iter().find(|v| v.name == "q").expect("q");
+        assert_eq!(upper.uid.to_string(), "3F2504E0-4F89-41D3-9A0C-0305E82C3301", "a uid is never rewritten");
+    }
+
+    #[test]
+    fn the_name_arena_compacts_without_losing_a_live_name() {
+        let mut cache = PodCache::default();
+        let long = "x".repeat(200);
+        for i in 0..20_000 {
+            cache.apply(&simple("ns", &format!("{long}-{i}"), "", "Running"));
+        }
+        for i in (0..20_000).filter(|i| i % 4 != 0) {
+            cache.delete(&simple("ns", &format!("{long}-{i}"), "", ""));
+        }
+        let live: usize = (0..20_000).filter(|i| i % 4 == 0).map(|i| format!("{long}-{i}").len()).sum();
+        assert_eq!(cache.names.len() - cache.garbage, live);
+        assert!(cache.names.len() <= 2 * live + (1 << 20), "compacted: {} bytes for {live} live", cache.names.len());
+        let mut names: Vec<String> = cache.views().iter().map(|v| v.name.to_string()).collect();
+        names.sort();
+        let mut want: Vec<String> =
+            (0..20_000).filter(|i| i % 4 == 0).map(|i| format!("{long}-{i}")).collect();
+        want.sort();
+        assert_eq!(names, want);
+        cache.apply(&simple("ns", &format!("{long}-4"), "", "Failed"));
+        assert_eq!(cache.len(), 5_000, "lookups still find compacted names");
     }
 
     #[test]

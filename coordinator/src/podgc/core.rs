@@ -21,7 +21,7 @@ pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
 pub struct PodView<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
-    pub uid: &'a str,
+    pub uid: Uid<'a>,
     /// `status.phase`; empty when unset (which counts as terminated, as upstream).
     pub phase: &'a str,
     /// `spec.nodeName`; empty when unscheduled.
@@ -31,6 +31,23 @@ pub struct PodView<'a> {
     pub created: i64,
     /// `status.reason == "Evicted"` (with phase Failed: upstream's `eviction.PodIsEvicted`).
     pub evicted_reason: bool,
+}
+
+/// A pod's uid as the cache keeps it: 16 bytes when it is a canonical UUID (as the API server
+/// makes them), the text otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uid<'a> {
+    Uuid(uuid::Uuid),
+    Text(&'a str),
+}
+
+impl std::fmt::Display for Uid<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Uid::Uuid(u) => write!(f, "{}", u.as_hyphenated()),
+            Uid::Text(t) => f.write_str(t),
+        }
+    }
 }
 
 /// What PodGC keeps of a node.
@@ -205,7 +222,7 @@ mod tests {
         PodView {
             namespace: "default",
             name,
-            uid: name,
+            uid: Uid::Text(name),
             phase,
             node_name: node,
             deleting: false,

@@ -16,6 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench_cron;
 mod bench_jobs;
 mod bench_placement;
+mod bench_podgc;
 mod bench_sim;
 mod plot;
 mod proc_stat;
@@ -42,6 +43,8 @@ enum Command {
     BenchCron(bench_cron::BenchCronArgs),
     /// Benchmark the coordinator's shard placement: balance, moves per join and leave, speed.
     BenchPlacement(bench_placement::BenchPlacementArgs),
+    /// Benchmark the coordinator's PodGC cache and passes: bytes per pod, memory, pass time.
+    BenchPodgc(bench_podgc::BenchPodgcArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
             Command::BenchPlacement(args) => bench_placement::run(args).await,
+            Command::BenchPodgc(args) => bench_podgc::run(args).await,
         }
     });
     match result {
