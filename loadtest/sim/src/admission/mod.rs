@@ -3,8 +3,12 @@
 //! admission plugins' pod mutations, and validation with apimachinery's exact messages.
 //! Pure functions over stored JSON; every other kind passes untouched.
 //!
-//! The caller owns generic metadata (name generation, uid, creationTimestamp, resourceVersion,
-//! ObjectMeta validation) and must have put the new uid in `metadata.uid` before
+//! `ValidateObjectMeta` (names, labels, annotations, ownerReferences, finalizers) runs here for
+//! every kind; pods get `ValidatePodCreate` / `ValidatePodUpdate`, and [`warnings_on_create`]
+//! gives the strategies' `WarningsOnCreate`.
+//!
+//! The caller owns generic metadata (name generation, uid, creationTimestamp, resourceVersion)
+//! and must have put the new uid in `metadata.uid` before
 //! [`admit_create`]. [`admit_update`] sets `metadata.generation` itself (the old value, plus one
 //! when the spec changed), so the caller must not bump it again.
 
@@ -13,7 +17,10 @@ pub mod cron_syntax;
 mod cronjob;
 mod job;
 mod job_status;
+pub(crate) mod names;
+mod object_meta;
 mod pod;
+mod pod_validation;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -48,25 +55,54 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
             decode_check(obj, Kind::Job)?;
             job::default_job(obj);
             job::prepare_for_create(obj);
-            into_result(job::validate_job(obj, &job::JobOpts::for_create()))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(job::validate_job(obj, &job::JobOpts::for_create()));
+            into_result(errs)
         }
         Kind::CronJob => {
             decode_check(obj, Kind::CronJob)?;
             cronjob::default_cronjob(obj);
             cronjob::prepare_for_create(obj);
-            into_result(cronjob::validate_create(obj))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(cronjob::validate_create(obj));
+            into_result(errs)
         }
         Kind::Pod => {
             pod::admit_pod_create(obj);
-            Ok(())
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            into_result(errs)
         }
-        Kind::Other => Ok(()),
+        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
     }
+}
+
+/// The registry strategies' `WarningsOnCreate` for the kinds the sim covers: a Pod, Job or
+/// CronJob name that is not a DNS label, and fractional memory / ephemeral-storage quantities
+/// in the pod spec (pkg/api/pod/warnings.go). Everything else has none.
+pub fn warnings_on_create(api_version: &str, kind: &str, obj: &Value) -> Vec<String> {
+    let (used_in, spec_path, spec) = match kind_of(api_version, kind) {
+        Kind::Pod => ("the Pod's hostname", "spec", common::at(obj, &["spec"])),
+        Kind::Job => {
+            ("Pod names and hostnames", "spec.template.spec", common::at(obj, &["spec", "template", "spec"]))
+        }
+        Kind::CronJob => (
+            "Pod names and hostnames",
+            "spec.jobTemplate.spec.template.spec",
+            common::at(obj, &["spec", "jobTemplate", "spec", "template", "spec"]),
+        ),
+        Kind::Other => return Vec::new(),
+    };
+    let name = common::at_str(obj, &["metadata", "name"]).unwrap_or("");
+    let mut out: Vec<String> = pod_validation::name_warning(name, used_in).into_iter().collect();
+    out.extend(pod_validation::pod_spec_warnings(spec, spec_path));
+    out
 }
 
 /// Main-resource update (PUT/PATCH result, not /status): defaults, PrepareForUpdate (old status
 /// kept, generation = old + 1 when the spec changed), then ValidateJob + ValidateJobUpdate /
-/// ValidateCronJobUpdate. Pods get their defaults and generation only.
+/// ValidateCronJobUpdate; Pods: defaults, generation, ValidatePodSpec and ValidatePodUpdate; every
+/// kind: ValidateObjectMeta.
 pub fn admit_update(
     api_version: &str,
     kind: &str,
@@ -80,7 +116,8 @@ pub fn admit_update(
             job::default_job(obj);
             prepare_for_update(old, obj, true);
             let opts = job::JobOpts::for_update(old);
-            let mut errs = job::validate_job(obj, &opts);
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(job::validate_job(obj, &opts));
             errs.extend(job::validate_job_update(obj, old, &opts));
             into_result(errs)
         }
@@ -88,14 +125,19 @@ pub fn admit_update(
             decode_check(obj, k)?;
             cronjob::default_cronjob(obj);
             prepare_for_update(old, obj, true);
-            into_result(cronjob::validate_update(obj, old))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(cronjob::validate_update(obj, old));
+            into_result(errs)
         }
         Kind::Pod => {
             pod::admit_pod_update(obj);
             prepare_for_update(old, obj, true);
-            Ok(())
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            errs.extend(pod_validation::validate_pod_update(obj, old));
+            into_result(errs)
         }
-        Kind::Other => Ok(()),
+        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
     }
 }
 
@@ -280,16 +322,17 @@ mod tests {
 
     #[test]
     fn pod_update_generation() {
-        let old =
-            json!({"metadata": {"generation": 1}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        let mut old =
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        admit_create("v1", "Pod", &mut old).expect("ok");
+        assert_eq!(old["metadata"]["generation"], 1);
         let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("y");
         admit_update("v1", "Pod", &old, &mut new).expect("ok");
-        // Defaults filled in on update change the spec; the test pod had none before.
         assert_eq!(new["metadata"]["generation"], 2);
-        let old2 = new.clone();
         let mut new2 = new.clone();
         new2["status"] = json!({"phase": "Running"});
-        admit_update("v1", "Pod", &old2, &mut new2).expect("ok");
+        admit_update("v1", "Pod", &new, &mut new2).expect("ok");
         assert_eq!(new2["metadata"]["generation"], 2);
     }
 }

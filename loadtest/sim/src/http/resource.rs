@@ -103,8 +103,12 @@ pub async fn handle(
                 return Err(ApiError::method_not_supported(&target.rt, "create"));
             }
             let obj = decode_body(headers, &body)?;
+            let warnings =
+                crate::admission::warnings_on_create(&target.rt.api_version(), &target.rt.kind, &obj);
             let created = shared.api.create(&target, &namespace, obj, &opts)?;
-            Ok(Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created)))
+            let mut reply = Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created));
+            reply.warnings = warnings;
+            Ok(reply)
         }
         ("PUT", Some(name)) => {
             let obj = decode_body(headers, &body)?;
