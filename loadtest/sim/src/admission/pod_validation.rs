@@ -66,6 +66,30 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: b
     errs
 }
 
+/// What `ValidatePodCreate` / `ValidatePodUpdate` add for Pods (not templates):
+/// `validateContainersOnlyForPod` (no whitespace around images) and, on create, no ephemeral
+/// containers.
+pub(crate) fn validate_pod_only(spec: Option<&Value>, create: bool) -> Errs {
+    let mut errs = Errs::new();
+    let Some(spec) = spec else { return errs };
+    for key in ["containers", "initContainers"] {
+        for (i, c) in at_arr(spec, &[key]).iter().enumerate() {
+            let image = at_str(c, &["image"]).unwrap_or("");
+            if image.len() != image.trim().len() {
+                errs.push(FieldError::invalid(
+                    format!("spec.{key}[{i}].image"),
+                    &Value::from(image),
+                    "must not have leading or trailing whitespace",
+                ));
+            }
+        }
+    }
+    if create && !at_arr(spec, &["ephemeralContainers"]).is_empty() {
+        errs.push(FieldError::forbidden("spec.ephemeralContainers", "cannot be set on create"));
+    }
+    errs
+}
+
 /// `validateContainerCommon`: name, image, ports, env, imagePullPolicy, resources.
 fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
     let name = at_str(c, &["name"]).unwrap_or("");
@@ -430,6 +454,16 @@ mod tests {
         for (case, spec, want) in cases {
             assert_eq!(messages(&spec), want, "{case}");
         }
+        let pod = json!({"containers": [container(json!({"image": " busybox"}))], "ephemeralContainers": [{"name": "e"}]});
+        let only: Vec<String> = validate_pod_only(Some(&pod), true).into_iter().map(|e| e.message).collect();
+        assert_eq!(
+            only,
+            vec![
+                "spec.containers[0].image: Invalid value: \" busybox\": must not have leading or trailing whitespace",
+                "spec.ephemeralContainers: Forbidden: cannot be set on create",
+            ],
+            "validateContainersOnlyForPod + ValidatePodCreate"
+        );
         let t = json!({"restartPolicy": "Never", "containers": [container(json!({}))], "ephemeralContainers": [{"name": "e"}]});
         assert_eq!(
             validate_pod_spec(Some(&t), "spec.template.spec", true)[0].message,

@@ -1,10 +1,47 @@
-//! The real kubectl 1.37 against the sim's pod and metadata validation: the upstream error text
-//! kubectl prints for invalid pods, Jobs and names, `--dry-run=server`, pod update rules, and
-//! the `Warning:` lines of the strategies' WarningsOnCreate.
+//! Pod and metadata validation as clients see it: the 422 Status and its causes through
+//! kube-rs, and the real kubectl 1.37 printing upstream's error text for invalid pods, Jobs and
+//! names, `--dry-run=server`, pod update rules, and the `Warning:` lines of WarningsOnCreate.
 
 mod common;
 
 use std::process::Output;
+
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn invalid_pod_is_a_422_with_upstream_causes_for_kube_rs() {
+    let sim = common::api_only().await;
+    let client = common::client(&sim);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "labels": {"a/b/c": "v"}},
+        "spec": {"containers": [{"name": "main", "image": ""}]}});
+    let (status, _, body) = common::raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        Some("application/json"),
+        serde_json::to_vec(&pod).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let s: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(s["details"]["kind"], "Pod");
+    assert_eq!(s["details"]["name"], "x");
+    let causes = s["details"]["causes"].as_array().cloned().unwrap_or_default();
+    let fields: Vec<(&str, &str)> = causes
+        .iter()
+        .map(|c| (c["reason"].as_str().unwrap_or(""), c["field"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        fields,
+        vec![("FieldValueInvalid", "metadata.labels"), ("FieldValueRequired", "spec.containers[0].image")],
+        "{body}"
+    );
+    assert_eq!(
+        s["message"],
+        "Pod \"x\" is invalid: [metadata.labels: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'), spec.containers[0].image: Required value]"
+    );
+}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
