@@ -513,7 +513,7 @@ mod tests {
     #[test]
     fn template_validation() {
         let t = json!({"metadata": {"labels": {"-bad": "x"}},
-            "spec": {"containers": [{"name": "a", "image": "", "imagePullPolicy": "Always"}, {"name": "a", "image": "x", "imagePullPolicy": "Always"}], "restartPolicy": "Bogus"}});
+            "spec": {"containers": [{"name": "a", "image": "", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}, {"name": "a", "image": "x", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}], "restartPolicy": "Bogus", "dnsPolicy": "Default"}});
         let msgs: Vec<String> =
             validate_pod_template(Some(&t), "spec.template").into_iter().map(|e| e.message).collect();
         assert!(

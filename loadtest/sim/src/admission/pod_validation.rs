@@ -15,7 +15,7 @@ use crate::field_error::FieldError;
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// `ValidatePodSpec` for the spec at `path` (`spec`, `spec.template.spec`, …): containers,
-/// init containers, and the restart policy. `is_template` adds `ValidatePodTemplateSpec`'s ban
+/// init containers, the restart and DNS policies. `is_template` adds `ValidatePodTemplateSpec`'s ban
 /// on ephemeral containers.
 pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: bool) -> Errs {
     let null = Value::Null;
@@ -48,12 +48,6 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: b
             names.push(name);
         }
     }
-    if is_template && !at_arr(spec, &["ephemeralContainers"]).is_empty() {
-        errs.push(FieldError::forbidden(
-            format!("{path}.ephemeralContainers"),
-            "ephemeral containers not allowed in pod template",
-        ));
-    }
     match at_str(spec, &["restartPolicy"]).unwrap_or("") {
         "Always" | "OnFailure" | "Never" => {}
         "" => errs.push(FieldError::required(format!("{path}.restartPolicy"), "")),
@@ -62,6 +56,22 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: b
             &Value::from(other),
             &["Always", "OnFailure", "Never"],
         )),
+    }
+    match at_str(spec, &["dnsPolicy"]).unwrap_or("") {
+        "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None" => {}
+        "" => errs.push(FieldError::required(format!("{path}.dnsPolicy"), "")),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.dnsPolicy"),
+            &Value::from(other),
+            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        )),
+    }
+    // ValidatePodTemplateSpec checks this after ValidatePodSpec.
+    if is_template && !at_arr(spec, &["ephemeralContainers"]).is_empty() {
+        errs.push(FieldError::forbidden(
+            format!("{path}.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
     errs
 }
@@ -90,7 +100,8 @@ pub(crate) fn validate_pod_only(spec: Option<&Value>, create: bool) -> Errs {
     errs
 }
 
-/// `validateContainerCommon`: name, image, ports, env, imagePullPolicy, resources.
+/// `validateContainerCommon`: name, image, terminationMessagePolicy, ports, env,
+/// imagePullPolicy, resources.
 fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
     let name = at_str(c, &["name"]).unwrap_or("");
     if name.is_empty() {
@@ -102,6 +113,16 @@ fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
     }
     if at_str(c, &["image"]).unwrap_or("").is_empty() {
         errs.push(FieldError::required(format!("{path}.image"), ""));
+    }
+    let tmp_path = format!("{path}.terminationMessagePolicy");
+    match at_str(c, &["terminationMessagePolicy"]).unwrap_or("") {
+        "File" | "FallbackToLogsOnError" => {}
+        "" => errs.push(FieldError::required(tmp_path, "must be 'File' or 'FallbackToLogsOnError'")),
+        other => errs.push(FieldError::invalid(
+            tmp_path,
+            &Value::from(other),
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
     }
     validate_container_ports(at_arr(c, &["ports"]), &format!("{path}.ports"), errs);
     validate_env(at_arr(c, &["env"]), &format!("{path}.env"), errs);
@@ -316,7 +337,7 @@ mod tests {
     use serde_json::json;
 
     fn container(extra: Value) -> Value {
-        let mut c = json!({"name": "c", "image": "busybox", "imagePullPolicy": "IfNotPresent"});
+        let mut c = json!({"name": "c", "image": "busybox", "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"});
         for (k, v) in extra.as_object().into_iter().flatten() {
             c[k] = v.clone();
         }
@@ -324,7 +345,7 @@ mod tests {
     }
 
     fn spec(containers: Vec<Value>) -> Value {
-        json!({"restartPolicy": "Never", "containers": containers})
+        json!({"restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "containers": containers})
     }
 
     fn messages(spec: &Value) -> Vec<String> {
@@ -353,7 +374,7 @@ mod tests {
             ),
             (
                 "validateInitContainers: duplicate with a regular container",
-                json!({"restartPolicy": "Never", "containers": [container(json!({}))], "initContainers": [container(json!({}))]}),
+                json!({"restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "containers": [container(json!({}))], "initContainers": [container(json!({}))]}),
                 vec!["spec.initContainers[0].name: Duplicate value: \"c\""],
             ),
             (
@@ -370,7 +391,7 @@ mod tests {
             ),
             (
                 "validateRestartPolicy: unsupported",
-                json!({"restartPolicy": "Sometimes", "containers": [container(json!({}))]}),
+                json!({"restartPolicy": "Sometimes", "dnsPolicy": "ClusterFirst", "containers": [container(json!({}))]}),
                 vec![
                     "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
                 ],
@@ -444,6 +465,20 @@ mod tests {
                 ],
             ),
             (
+                "validateDNSPolicy: unsupported",
+                json!({"restartPolicy": "Never", "dnsPolicy": "Cluster", "containers": [container(json!({}))]}),
+                vec![
+                    "spec.dnsPolicy: Unsupported value: \"Cluster\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"",
+                ],
+            ),
+            (
+                "validateContainerCommon: terminationMessagePolicy",
+                spec(vec![container(json!({"terminationMessagePolicy": "Always"}))]),
+                vec![
+                    "spec.containers[0].terminationMessagePolicy: Invalid value: \"Always\": must be 'File' or 'FallbackToLogsOnError'",
+                ],
+            ),
+            (
                 "ValidateResourceRequirements: request equal to limit",
                 spec(vec![container(
                     json!({"resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1000m"}}}),
@@ -464,7 +499,7 @@ mod tests {
             ],
             "validateContainersOnlyForPod + ValidatePodCreate"
         );
-        let t = json!({"restartPolicy": "Never", "containers": [container(json!({}))], "ephemeralContainers": [{"name": "e"}]});
+        let t = json!({"restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "containers": [container(json!({}))], "ephemeralContainers": [{"name": "e"}]});
         assert_eq!(
             validate_pod_spec(Some(&t), "spec.template.spec", true)[0].message,
             "spec.template.spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template"
