@@ -241,6 +241,10 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
 pub(crate) fn validate_pod_update(new: &Value, old: &Value) -> Errs {
     let mut errs = Errs::new();
     let (Some(new_spec), Some(old_spec)) = (at(new, &["spec"]), at(old, &["spec"])) else { return errs };
+    // Most pod writes (labels, annotations, finalizers, owner references) leave the spec alone.
+    if semantic_eq(Some(new_spec), Some(old_spec)) {
+        return errs;
+    }
     let new_len = at_arr(new_spec, &["containers"]).len();
     if new_len != at_arr(old_spec, &["containers"]).len() {
         errs.push(FieldError::forbidden("spec.containers", "pod updates may not add or remove containers"));
