@@ -21,6 +21,7 @@ pub(crate) mod names;
 mod object_meta;
 mod pod;
 mod pod_validation;
+mod quantity;
 
 use serde::Deserialize;
 use serde_json::Value;

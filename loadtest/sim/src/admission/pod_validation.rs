@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::common::*;
 use super::names::*;
 use super::pod::parse_quantity;
+use super::quantity::canonical;
 use crate::field_error::FieldError;
 
 /// `updatablePodSpecFieldsStringArray`, joined as `ValidatePodUpdate` prints it.
@@ -202,7 +203,7 @@ fn validate_env(env: &[Value], path: &str, errs: &mut Errs) {
 }
 
 /// `ValidateResourceRequirements`: quantities not negative, requests not above limits
-/// (reported at `<path>.requests`, with the quantities as written rather than canonicalised).
+/// (reported at `<path>.requests`), quantities printed in their canonical form.
 fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
     let Some(r) = resources else { return };
     let limits = at_obj(r, &["limits"]);
@@ -212,7 +213,7 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
             if parse_quantity(&text).is_some_and(|v| v < 0.0) {
                 errs.push(FieldError::invalid(
                     format!("{path}.{key}[{name}]"),
-                    &Value::from(text.as_str()),
+                    &Value::from(canonical(&text)),
                     IS_NEGATIVE_ERROR_MSG,
                 ));
             }
@@ -227,8 +228,8 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
         {
             errs.push(FieldError::invalid(
                 format!("{path}.requests"),
-                &Value::from(request_text.as_str()),
-                &format!("must be less than or equal to {name} limit of {limit_text}"),
+                &Value::from(canonical(&request_text)),
+                &format!("must be less than or equal to {name} limit of {}", canonical(&limit_text)),
             ));
         }
     }
@@ -313,7 +314,7 @@ pub(crate) fn pod_spec_warnings(spec: Option<&Value>, path: &str) -> Vec<String>
                     if milli % 1000.0 != 0.0 {
                         out.push(format!(
                             "{path}.{key}[{i}].resources.{section}[{resource}]: fractional byte value {} is invalid, must be an integer",
-                            go_quote(text)
+                            go_quote(&canonical(text))
                         ));
                     }
                 }
@@ -459,6 +460,16 @@ mod tests {
                 )]),
                 vec![
                     "spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi",
+                ],
+            ),
+            (
+                "ValidateResourceRequirements: request above limit, canonical quantities",
+                spec(vec![container(
+                    json!({"resources": {"limits": {"cpu": "500m", "memory": "0.5Gi"}, "requests": {"cpu": "0.75", "memory": "1024Mi"}}}),
+                )]),
+                vec![
+                    "spec.containers[0].resources.requests: Invalid value: \"750m\": must be less than or equal to cpu limit of 500m",
+                    "spec.containers[0].resources.requests: Invalid value: \"1Gi\": must be less than or equal to memory limit of 512Mi",
                 ],
             ),
             (
