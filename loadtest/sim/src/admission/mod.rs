@@ -83,21 +83,22 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
 /// CronJob name that is not a DNS label, and fractional memory / ephemeral-storage quantities
 /// in the pod spec (pkg/api/pod/warnings.go). Everything else has none.
 pub fn warnings_on_create(api_version: &str, kind: &str, obj: &Value) -> Vec<String> {
-    let (used_in, spec_path, spec) = match kind_of(api_version, kind) {
-        Kind::Pod => ("the Pod's hostname", "spec", common::at(obj, &["spec"])),
-        Kind::Job => {
-            ("Pod names and hostnames", "spec.template.spec", common::at(obj, &["spec", "template", "spec"]))
-        }
+    let (used_in, job_spec_path, spec_path) = match kind_of(api_version, kind) {
+        Kind::Pod => ("the Pod's hostname", None, &["spec"][..]),
+        Kind::Job => ("Pod names and hostnames", Some(&["spec"][..]), &["spec", "template", "spec"][..]),
         Kind::CronJob => (
             "Pod names and hostnames",
-            "spec.jobTemplate.spec.template.spec",
-            common::at(obj, &["spec", "jobTemplate", "spec", "template", "spec"]),
+            Some(&["spec", "jobTemplate", "spec"][..]),
+            &["spec", "jobTemplate", "spec", "template", "spec"][..],
         ),
         Kind::Other => return Vec::new(),
     };
     let name = common::at_str(obj, &["metadata", "name"]).unwrap_or("");
     let mut out: Vec<String> = pod_validation::name_warning(name, used_in).into_iter().collect();
-    out.extend(pod_validation::pod_spec_warnings(spec, spec_path));
+    if let Some(path) = job_spec_path {
+        out.extend(job::warnings_for_job_spec(common::at(obj, path), &path.join(".")));
+    }
+    out.extend(pod_validation::pod_spec_warnings(common::at(obj, spec_path), &spec_path.join(".")));
     out
 }
 
@@ -315,6 +316,29 @@ mod tests {
             let _ = admit_create("v1", "Pod", &mut v);
             let _ = admit_update("v1", "Pod", b, &mut v);
         }
+    }
+
+    /// Job/CronJob/Pod strategies' WarningsOnCreate; job/warnings.go WarningsForJobSpec.
+    #[test]
+    fn create_warnings() {
+        let job = json!({"metadata": {"name": "v1.2"}, "spec": {"completionMode": "Indexed", "completions": 100_001, "parallelism": 10_001,
+            "template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"memory": "0.5"}}}]}}}});
+        assert_eq!(
+            warnings_on_create("batch/v1", "Job", &job),
+            vec![
+                "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]".to_string(),
+                "spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail".to_string(),
+                "spec.template.spec.containers[0].resources.limits[memory]: fractional byte value \"500m\" is invalid, must be an integer".to_string(),
+            ]
+        );
+        let cron = json!({"metadata": {"name": "ok"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "1.5"}}}]}}}}}});
+        assert_eq!(
+            warnings_on_create("batch/v1", "CronJob", &cron),
+            vec!["spec.jobTemplate.spec.template.spec.containers[0].resources.requests[ephemeral-storage]: fractional byte value \"1500m\" is invalid, must be an integer".to_string()]
+        );
+        let pod = json!({"metadata": {"name": "Pod1"}, "spec": {"containers": []}});
+        assert_eq!(warnings_on_create("v1", "Pod", &pod).len(), 1);
+        assert!(warnings_on_create("v1", "ConfigMap", &pod).is_empty());
     }
 
     #[test]
