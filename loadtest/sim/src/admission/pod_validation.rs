@@ -15,13 +15,15 @@ use crate::field_error::FieldError;
 /// `updatablePodSpecFieldsStringArray`, joined as `ValidatePodUpdate` prints it.
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
-/// `ValidatePodSpec` for the spec at `path` (`spec`, `spec.template.spec`, …): containers,
+/// `ValidatePodSpec` for the spec at `path` (`spec`, `spec.template.spec`, …): volume names,
+/// containers (with their volume mounts),
 /// init containers, the restart and DNS policies. `is_template` adds `ValidatePodTemplateSpec`'s ban
 /// on ephemeral containers.
 pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: bool) -> Errs {
     let null = Value::Null;
     let spec = spec.unwrap_or(&null);
     let mut errs = Errs::new();
+    let volumes = validate_volumes(at_arr(spec, &["volumes"]), &format!("{path}.volumes"), &mut errs);
     let containers = at_arr(spec, &["containers"]);
     let containers_path = format!("{path}.containers");
     if containers.is_empty() {
@@ -30,7 +32,7 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: b
     let mut names: Vec<&str> = Vec::new();
     for (i, c) in containers.iter().enumerate() {
         let idx = format!("{containers_path}[{i}]");
-        validate_container_common(c, &idx, &mut errs);
+        validate_container_common(c, &idx, &volumes, &mut errs);
         let name = at_str(c, &["name"]).unwrap_or("");
         if names.contains(&name) {
             errs.push(FieldError::duplicate(format!("{idx}.name"), &Value::from(name)));
@@ -41,7 +43,7 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: b
     let init_path = format!("{path}.initContainers");
     for (i, c) in at_arr(spec, &["initContainers"]).iter().enumerate() {
         let idx = format!("{init_path}[{i}]");
-        validate_container_common(c, &idx, &mut errs);
+        validate_container_common(c, &idx, &volumes, &mut errs);
         let name = at_str(c, &["name"]).unwrap_or("");
         if names.contains(&name) {
             errs.push(FieldError::duplicate(format!("{idx}.name"), &Value::from(name)));
@@ -103,7 +105,7 @@ pub(crate) fn validate_pod_only(spec: Option<&Value>, create: bool) -> Errs {
 
 /// `validateContainerCommon`: name, image, terminationMessagePolicy, ports, env,
 /// imagePullPolicy, resources.
-fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
+fn validate_container_common(c: &Value, path: &str, volumes: &[&str], errs: &mut Errs) {
     let name = at_str(c, &["name"]).unwrap_or("");
     if name.is_empty() {
         errs.push(FieldError::required(format!("{path}.name"), ""));
@@ -127,6 +129,7 @@ fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
     }
     validate_container_ports(at_arr(c, &["ports"]), &format!("{path}.ports"), errs);
     validate_env(at_arr(c, &["env"]), &format!("{path}.env"), errs);
+    validate_volume_mounts(at_arr(c, &["volumeMounts"]), volumes, &format!("{path}.volumeMounts"), errs);
     let pull_path = format!("{path}.imagePullPolicy");
     match at_str(c, &["imagePullPolicy"]).unwrap_or("") {
         "Always" | "IfNotPresent" | "Never" => {}
@@ -138,6 +141,57 @@ fn validate_container_common(c: &Value, path: &str, errs: &mut Errs) {
         )),
     }
     validate_resources(at(c, &["resources"]), &format!("{path}.resources"), errs);
+}
+
+/// `ValidateVolumes`, names only (the sources are not checked): required, DNS labels, unique.
+/// Returns the names mounts may refer to.
+fn validate_volumes<'a>(volumes: &'a [Value], path: &str, errs: &mut Errs) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for (i, v) in volumes.iter().enumerate() {
+        let name_path = format!("{path}[{i}].name");
+        let name = at_str(v, &["name"]).unwrap_or("");
+        if name.is_empty() {
+            errs.push(FieldError::required(name_path.clone(), ""));
+        } else {
+            for msg in is_dns1123_label(name) {
+                errs.push(FieldError::invalid(name_path.clone(), &Value::from(name), &msg));
+            }
+        }
+        if names.contains(&name) {
+            errs.push(FieldError::duplicate(name_path, &Value::from(name)));
+        } else {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// `ValidateVolumeMounts`: the name required and naming a volume, the mount path required and
+/// unique within the container.
+fn validate_volume_mounts(mounts: &[Value], volumes: &[&str], path: &str, errs: &mut Errs) {
+    let mut paths: Vec<&str> = Vec::new();
+    for (i, m) in mounts.iter().enumerate() {
+        let idx = format!("{path}[{i}]");
+        let name = at_str(m, &["name"]).unwrap_or("");
+        if name.is_empty() {
+            errs.push(FieldError::required(format!("{idx}.name"), ""));
+        }
+        if !volumes.contains(&name) {
+            errs.push(FieldError::not_found(format!("{idx}.name"), &Value::from(name)));
+        }
+        let mount_path = at_str(m, &["mountPath"]).unwrap_or("");
+        if mount_path.is_empty() {
+            errs.push(FieldError::required(format!("{idx}.mountPath"), ""));
+        }
+        if paths.contains(&mount_path) {
+            errs.push(FieldError::invalid(
+                format!("{idx}.mountPath"),
+                &Value::from(mount_path),
+                "must be unique",
+            ));
+        }
+        paths.push(mount_path);
+    }
 }
 
 /// `validateContainerPorts`.
@@ -477,6 +531,23 @@ mod tests {
                 spec(vec![container(json!({"resources": {"requests": {"cpu": "-1"}}}))]),
                 vec![
                     "spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+                ],
+            ),
+            (
+                "ValidateVolumes: bad and duplicate names; ValidateVolumeMounts: not found, unique",
+                json!({"restartPolicy": "Never", "dnsPolicy": "ClusterFirst",
+                "volumes": [{"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}, {"name": "Cache", "emptyDir": {}}],
+                "containers": [container(json!({"volumeMounts": [
+                    {"name": "data", "mountPath": "/data"},
+                    {"name": "missing", "mountPath": "/data"},
+                    {"name": "data"},
+                ]}))]}),
+                vec![
+                    "spec.volumes[1].name: Duplicate value: \"data\"",
+                    "spec.volumes[2].name: Invalid value: \"Cache\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                    "spec.containers[0].volumeMounts[1].name: Not found: \"missing\"",
+                    "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/data\": must be unique",
+                    "spec.containers[0].volumeMounts[2].mountPath: Required value",
                 ],
             ),
             (
