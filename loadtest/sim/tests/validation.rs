@@ -154,6 +154,17 @@ async fn jobs_and_cronjobs_validate_their_pod_template_and_dry_run_stores_nothin
     let err = failed(&k.run(&["create", "--dry-run=server", "-f", &f]).await);
     assert!(err.contains("spec.template.spec.containers[0].image: Required value"), "{err}");
 
+    let mount = GOOD_JOB.replace(
+        "        image: busybox\n",
+        "        image: busybox\n        volumeMounts:\n        - name: data\n          mountPath: /data\n",
+    );
+    let f = k.write("mount-job.yaml", &mount);
+    let err = failed(&k.run(&["apply", "--dry-run=server", "-f", &f]).await);
+    assert!(
+        err.contains(r#"The Job "good-job" is invalid: spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data""#),
+        "{err}"
+    );
+
     let good = k.write("good-job.yaml", GOOD_JOB);
     let out = k.ok(&["create", "--dry-run=server", "-f", &good]).await;
     assert!(out.contains("job.batch/good-job created (server dry run)"), "{out}");
