@@ -237,3 +237,26 @@ async fn pod_spec_is_immutable_but_images_may_change() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn job_update_warns_only_when_the_generation_changes() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let job = GOOD_JOB
+        .replace(
+            "        image: busybox\n",
+            "        image: busybox\n        resources:\n          requests:\n            memory: 0.5\n",
+        )
+        .replace("spec:\n  template:", "spec:\n  suspend: true\n  template:");
+    let f = k.write("frac-job.yaml", &job);
+    let out = k.run(&["create", "-f", &f]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warning = r#"Warning: spec.template.spec.containers[0].resources.requests[memory]: fractional byte value "500m" is invalid, must be an integer"#;
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+    let out = k.run(&["patch", "job", "good-job", "-p", r#"{"spec":{"parallelism":2}}"#]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+    let out = k.run(&["label", "job", "good-job", "a=b"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
+}

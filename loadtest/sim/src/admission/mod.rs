@@ -102,6 +102,42 @@ pub fn warnings_on_create(api_version: &str, kind: &str, obj: &Value) -> Vec<Str
     out
 }
 
+/// The Job and CronJob strategies' `WarningsOnUpdate`: when the generation changed,
+/// `WarningsForJobSpec` with the pod template's warnings; for CronJobs also a TZ in the
+/// schedule. Pods have none on update upstream ("humans don't typically interact directly with
+/// pods").
+pub fn warnings_on_update(api_version: &str, kind: &str, new: &Value, old: &Value) -> Vec<String> {
+    let generation = |v: &Value| common::at_i64(v, &["metadata", "generation"]);
+    let changed = generation(new) != generation(old);
+    let mut out = Vec::new();
+    match kind_of(api_version, kind) {
+        Kind::Job if changed => {
+            out.extend(job::warnings_for_job_spec(common::at(new, &["spec"]), "spec"));
+            out.extend(pod_validation::pod_spec_warnings(
+                common::at(new, &["spec", "template", "spec"]),
+                "spec.template.spec",
+            ));
+        }
+        Kind::CronJob => {
+            if changed {
+                out.extend(job::warnings_for_job_spec(
+                    common::at(new, &["spec", "jobTemplate", "spec"]),
+                    "spec.jobTemplate.spec",
+                ));
+                out.extend(pod_validation::pod_spec_warnings(
+                    common::at(new, &["spec", "jobTemplate", "spec", "template", "spec"]),
+                    "spec.jobTemplate.spec.template.spec",
+                ));
+            }
+            if common::at_str(new, &["spec", "schedule"]).is_some_and(|s| s.contains("TZ")) {
+                out.push("cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details".to_string());
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Main-resource update (PUT/PATCH result, not /status): defaults, PrepareForUpdate (old status
 /// kept, generation = old + 1 when the spec changed), then ValidateJob + ValidateJobUpdate /
 /// ValidateCronJobUpdate; Pods: defaults, generation, ValidatePodSpec and ValidatePodUpdate; every
@@ -339,6 +375,27 @@ mod tests {
         let pod = json!({"metadata": {"name": "Pod1"}, "spec": {"containers": []}});
         assert_eq!(warnings_on_create("v1", "Pod", &pod).len(), 1);
         assert!(warnings_on_create("v1", "ConfigMap", &pod).is_empty());
+    }
+
+    /// job/strategy.go and cronjob/strategy.go WarningsOnUpdate.
+    #[test]
+    fn update_warnings() {
+        let old = json!({"metadata": {"generation": 1}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        let mut new = old.clone();
+        new["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"requests": {"memory": "1.5"}});
+        assert!(warnings_on_update("batch/v1", "Job", &new, &old).is_empty(), "same generation");
+        new["metadata"]["generation"] = json!(2);
+        assert_eq!(
+            warnings_on_update("batch/v1", "Job", &new, &old),
+            vec!["spec.template.spec.containers[0].resources.requests[memory]: fractional byte value \"1500m\" is invalid, must be an integer".to_string()]
+        );
+        let cron = json!({"metadata": {"generation": 1}, "spec": {"schedule": "CRON_TZ=UTC 0 * * * *"}});
+        assert_eq!(
+            warnings_on_update("batch/v1", "CronJob", &cron, &cron),
+            vec!["cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details".to_string()]
+        );
+        assert!(warnings_on_update("v1", "Pod", &new, &old).is_empty());
     }
 
     #[test]

@@ -263,7 +263,7 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
     let limits = at_obj(r, &["limits"]);
     for (key, section) in [("limits", limits), ("requests", at_obj(r, &["requests"]))] {
         for (name, q) in section.into_iter().flatten() {
-            let text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
+            let text = quantity_text(q);
             if parse_quantity(&text).is_some_and(|v| v < 0.0) {
                 errs.push(FieldError::invalid(
                     format!("{path}.{key}[{name}]"),
@@ -275,8 +275,8 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
     }
     for (name, q) in at_obj(r, &["requests"]).into_iter().flatten() {
         let Some(limit) = limits.and_then(|l| l.get(name)) else { continue };
-        let request_text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
-        let limit_text = limit.as_str().map(str::to_string).unwrap_or_else(|| limit.to_string());
+        let request_text = quantity_text(q);
+        let limit_text = quantity_text(limit);
         if let (Some(req), Some(lim)) = (parse_quantity(&request_text), parse_quantity(&limit_text))
             && req > lim
         {
@@ -287,6 +287,12 @@ fn validate_resources(resources: Option<&Value>, path: &str, errs: &mut Errs) {
             ));
         }
     }
+}
+
+/// A quantity as text: a JSON number (which Quantity's decoder accepts, as YAML `memory: 0.5`
+/// sends it) or a string.
+fn quantity_text(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
 }
 
 /// `ValidatePodUpdate`'s spec rule: only images, activeDeadlineSeconds, tolerations and
@@ -362,7 +368,10 @@ pub(crate) fn pod_spec_warnings(spec: Option<&Value>, path: &str) -> Vec<String>
         for (i, c) in at_arr(spec, &[key]).iter().enumerate() {
             for resource in ["memory", "ephemeral-storage"] {
                 for section in ["limits", "requests"] {
-                    let Some(text) = at_str(c, &["resources", section, resource]) else { continue };
+                    let Some(text) = at(c, &["resources", section, resource]).map(quantity_text) else {
+                        continue;
+                    };
+                    let text = text.as_str();
                     let Some(v) = parse_quantity(text) else { continue };
                     let milli = (v * 1000.0).round();
                     if milli % 1000.0 != 0.0 {
