@@ -11,6 +11,7 @@ pub enum FieldErrorKind {
     NotSupported,
     TooLong,
     TooMany,
+    NotFound,
 }
 
 impl FieldErrorKind {
@@ -24,6 +25,7 @@ impl FieldErrorKind {
             Self::NotSupported => "FieldValueNotSupported",
             Self::TooLong => "FieldValueTooLong",
             Self::TooMany => "FieldValueTooMany",
+            Self::NotFound => "FieldValueNotFound",
         }
     }
 }
@@ -88,6 +90,13 @@ impl FieldError {
         let field = field.into();
         let message = format!("{field}: Too long: may not be more than {max} bytes");
         Self::new(FieldErrorKind::TooLong, field, message)
+    }
+
+    /// `field: Not found: <value>`.
+    pub fn not_found(field: impl Into<String>, value: &serde_json::Value) -> Self {
+        let field = field.into();
+        let message = format!("{field}: Not found: {}", render_value(value));
+        Self::new(FieldErrorKind::NotFound, field, message)
     }
 
     /// `field: Too many: N: must have at most M items`.

@@ -1,5 +1,4 @@
-//! Helpers shared by the admission files: tolerant JSON accessors, apimachinery's name and label
-//! validators (k8s.io/apimachinery/pkg/util/validation), label-selector checks and matching
+//! Helpers shared by the admission files: tolerant JSON accessors, label-selector checks and matching
 //! (meta/v1/validation, meta/v1/helpers.go), Go-style rendering of bad values the way
 //! `field.Error.ErrorBody` prints them, and `apiequality.Semantic.DeepEqual` on JSON.
 
@@ -106,171 +105,12 @@ pub(crate) fn nonnegative(v: &Value, path: &[&str], field: &str, errs: &mut Errs
 }
 
 // ---------------------------------------------------------------------------------------------
-// k8s.io/apimachinery/pkg/util/validation
+// Name, label and annotation validators live in `names.rs`, the sim's one set.
 
-const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const QNAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QNAME_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-pub(crate) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{fmt}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, ex) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push('\'');
-        out.push_str(ex);
-        out.push_str("', ");
-    }
-    out.push_str("regex used for validation is '");
-    out.push_str(fmt);
-    out.push_str("')");
-    out
-}
-
-pub(crate) fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
-fn matches_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && is_lower_alnum(b[0])
-        && is_lower_alnum(b[b.len() - 1])
-        && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
-}
-
-fn matches_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(matches_dns1123_label)
-}
-
-/// `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
-fn matches_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
-}
-
-pub(crate) fn is_dns1123_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push(max_len_error(63));
-    }
-    if !matches_dns1123_label(s) {
-        if matches_dns1123_subdomain(s) {
-            errs.push("must not contain dots".to_string());
-        } else {
-            errs.push(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
-        }
-    }
-    errs
-}
-
-pub(crate) fn is_dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push(max_len_error(253));
-    }
-    if !matches_dns1123_subdomain(s) {
-        errs.push(regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
-    }
-    errs
-}
-
-pub(crate) fn is_qualified_name(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                for msg in is_dns1123_subdomain(prefix) {
-                    errs.push(format!("prefix part {msg}"));
-                }
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(QNAME_ERR, QNAME_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push(format!("name part {}", max_len_error(63)));
-    }
-    if !matches_qualified_name_part(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(QNAME_ERR, QNAME_FMT, &["MyName", "my.name", "123-abc"])
-        ));
-    }
-    errs
-}
-
-pub(crate) fn is_valid_label_value(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push(max_len_error(63));
-    }
-    if !value.is_empty() && !matches_qualified_name_part(value) {
-        errs.push(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errs
-}
-
-/// `ValidateLabels`: keys are qualified names, values label values; all reported at `field`.
-pub(crate) fn validate_labels(labels: Option<&Value>, field: &str) -> Errs {
-    let mut errs = Errs::new();
-    let Some(map) = labels.and_then(Value::as_object) else { return errs };
-    for (k, v) in map {
-        for msg in is_qualified_name(k) {
-            errs.push(FieldError::invalid(field, &Value::from(k.as_str()), &msg));
-        }
-        let v = v.as_str().unwrap_or("");
-        for msg in is_valid_label_value(v) {
-            errs.push(FieldError::invalid(field, &Value::from(v), &msg));
-        }
-    }
-    errs
-}
-
-/// `ValidateAnnotations`: keys are qualified names (checked lower-cased), total size ≤ 256 KiB.
-pub(crate) fn validate_annotations(annotations: Option<&Value>, field: &str) -> Errs {
-    let mut errs = Errs::new();
-    let Some(map) = annotations.and_then(Value::as_object) else { return errs };
-    let mut total = 0usize;
-    for (k, v) in map {
-        for msg in is_qualified_name(&k.to_lowercase()) {
-            errs.push(FieldError::invalid(field, &Value::from(k.as_str()), &msg));
-        }
-        total += k.len() + v.as_str().map_or(0, str::len);
-    }
-    if total > 256 * 1024 {
-        errs.push(FieldError::too_long(field, 256 * 1024));
-    }
-    errs
-}
+pub(crate) use super::names::{
+    is_dns1123_label, is_dns1123_subdomain, label_key_errors as is_qualified_name,
+    label_value_errors as is_valid_label_value, regex_error, validate_annotations, validate_labels,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Label selectors.
@@ -546,43 +386,6 @@ pub(crate) fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    // apimachinery validation_test.go TestIsDNS1123Label / TestIsQualifiedName / TestIsValidLabelValue.
-    #[test]
-    fn name_validators() {
-        let cases: &[(&str, bool)] = &[
-            ("a", true),
-            ("ab-c", true),
-            ("1-2", true),
-            ("-a", false),
-            ("a-", false),
-            ("A", false),
-            ("a.b", false),
-        ];
-        for (s, ok) in cases {
-            assert_eq!(is_dns1123_label(s).is_empty(), *ok, "{s}");
-        }
-        assert_eq!(is_dns1123_label("a.b"), vec!["must not contain dots".to_string()]);
-        assert_eq!(
-            is_dns1123_label("A"),
-            vec!["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()]
-        );
-        for (s, ok) in [
-            ("simple", true),
-            ("now-with-dashes", true),
-            ("example.com/a_b", true),
-            ("a/b/c", false),
-            ("/a", false),
-            ("-a", false),
-            ("Ab.cd", true),
-        ] {
-            assert_eq!(is_qualified_name(s).is_empty(), ok, "{s}");
-        }
-        assert_eq!(is_qualified_name("/a"), vec!["prefix part must be non-empty".to_string()]);
-        for (s, ok) in [("", true), ("a_b", true), ("-a", false), (&"a".repeat(64)[..], false)] {
-            assert_eq!(is_valid_label_value(s).is_empty(), ok, "{s}");
-        }
-    }
 
     // meta/v1 helpers_test.go TestLabelSelectorAsSelector (matching semantics).
     #[test]

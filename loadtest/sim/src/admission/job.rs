@@ -164,6 +164,27 @@ pub(crate) fn is_condition_true(job: &Value, cond_type: &str) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
+// WarningsForJobSpec (pkg/api/job/warnings.go), without the pod template's part.
+
+/// `parallelismSoftLimitForUnlimitedCompletions` (with `COMPLETIONS_SOFT_LIMIT` above).
+const PARALLELISM_SOFT_LIMIT: i64 = 10_000;
+
+/// The Indexed-Job size warning for the job spec at `path` (`spec` or `spec.jobTemplate.spec`).
+pub(crate) fn warnings_for_job_spec(spec: Option<&Value>, path: &str) -> Vec<String> {
+    let Some(spec) = spec else { return Vec::new() };
+    let indexed = at_str(spec, &["completionMode"]) == Some("Indexed");
+    if indexed
+        && at_i64(spec, &["completions"]).unwrap_or(0) > COMPLETIONS_SOFT_LIMIT
+        && at_i64(spec, &["parallelism"]).unwrap_or(0) > PARALLELISM_SOFT_LIMIT
+    {
+        return vec![format!(
+            "{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"
+        )];
+    }
+    Vec::new()
+}
+
+// ---------------------------------------------------------------------------------------------
 // ValidateJob.
 
 pub(crate) fn validate_job(job: &Value, opts: &JobOpts) -> Errs {

@@ -3,8 +3,12 @@
 //! admission plugins' pod mutations, and validation with apimachinery's exact messages.
 //! Pure functions over stored JSON; every other kind passes untouched.
 //!
-//! The caller owns generic metadata (name generation, uid, creationTimestamp, resourceVersion,
-//! ObjectMeta validation) and must have put the new uid in `metadata.uid` before
+//! `ValidateObjectMeta` (names, labels, annotations, ownerReferences, finalizers) runs here for
+//! every kind; pods get `ValidatePodCreate` / `ValidatePodUpdate`, and [`warnings_on_create`]
+//! gives the strategies' `WarningsOnCreate`.
+//!
+//! The caller owns generic metadata (name generation, uid, creationTimestamp, resourceVersion)
+//! and must have put the new uid in `metadata.uid` before
 //! [`admit_create`]. [`admit_update`] sets `metadata.generation` itself (the old value, plus one
 //! when the spec changed), so the caller must not bump it again.
 
@@ -13,7 +17,11 @@ pub mod cron_syntax;
 mod cronjob;
 mod job;
 mod job_status;
+pub(crate) mod names;
+mod object_meta;
 mod pod;
+mod pod_validation;
+mod quantity;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -48,25 +56,92 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
             decode_check(obj, Kind::Job)?;
             job::default_job(obj);
             job::prepare_for_create(obj);
-            into_result(job::validate_job(obj, &job::JobOpts::for_create()))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(job::validate_job(obj, &job::JobOpts::for_create()));
+            into_result(errs)
         }
         Kind::CronJob => {
             decode_check(obj, Kind::CronJob)?;
             cronjob::default_cronjob(obj);
             cronjob::prepare_for_create(obj);
-            into_result(cronjob::validate_create(obj))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(cronjob::validate_create(obj));
+            into_result(errs)
         }
         Kind::Pod => {
             pod::admit_pod_create(obj);
-            Ok(())
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            errs.extend(pod_validation::validate_pod_only(obj.get("spec"), true));
+            into_result(errs)
         }
-        Kind::Other => Ok(()),
+        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
     }
+}
+
+/// The registry strategies' `WarningsOnCreate` for the kinds the sim covers: a Pod, Job or
+/// CronJob name that is not a DNS label, and fractional memory / ephemeral-storage quantities
+/// in the pod spec (pkg/api/pod/warnings.go). Everything else has none.
+pub fn warnings_on_create(api_version: &str, kind: &str, obj: &Value) -> Vec<String> {
+    let (used_in, job_spec_path, spec_path) = match kind_of(api_version, kind) {
+        Kind::Pod => ("the Pod's hostname", None, &["spec"][..]),
+        Kind::Job => ("Pod names and hostnames", Some(&["spec"][..]), &["spec", "template", "spec"][..]),
+        Kind::CronJob => (
+            "Pod names and hostnames",
+            Some(&["spec", "jobTemplate", "spec"][..]),
+            &["spec", "jobTemplate", "spec", "template", "spec"][..],
+        ),
+        Kind::Other => return Vec::new(),
+    };
+    let name = common::at_str(obj, &["metadata", "name"]).unwrap_or("");
+    let mut out: Vec<String> = pod_validation::name_warning(name, used_in).into_iter().collect();
+    if let Some(path) = job_spec_path {
+        out.extend(job::warnings_for_job_spec(common::at(obj, path), &path.join(".")));
+    }
+    out.extend(pod_validation::pod_spec_warnings(common::at(obj, spec_path), &spec_path.join(".")));
+    out
+}
+
+/// The Job and CronJob strategies' `WarningsOnUpdate`: when the generation changed,
+/// `WarningsForJobSpec` with the pod template's warnings; for CronJobs also a TZ in the
+/// schedule. Pods have none on update upstream ("humans don't typically interact directly with
+/// pods").
+pub fn warnings_on_update(api_version: &str, kind: &str, new: &Value, old: &Value) -> Vec<String> {
+    let generation = |v: &Value| common::at_i64(v, &["metadata", "generation"]);
+    let changed = generation(new) != generation(old);
+    let mut out = Vec::new();
+    match kind_of(api_version, kind) {
+        Kind::Job if changed => {
+            out.extend(job::warnings_for_job_spec(common::at(new, &["spec"]), "spec"));
+            out.extend(pod_validation::pod_spec_warnings(
+                common::at(new, &["spec", "template", "spec"]),
+                "spec.template.spec",
+            ));
+        }
+        Kind::CronJob => {
+            if changed {
+                out.extend(job::warnings_for_job_spec(
+                    common::at(new, &["spec", "jobTemplate", "spec"]),
+                    "spec.jobTemplate.spec",
+                ));
+                out.extend(pod_validation::pod_spec_warnings(
+                    common::at(new, &["spec", "jobTemplate", "spec", "template", "spec"]),
+                    "spec.jobTemplate.spec.template.spec",
+                ));
+            }
+            if common::at_str(new, &["spec", "schedule"]).is_some_and(|s| s.contains("TZ")) {
+                out.push("cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details".to_string());
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Main-resource update (PUT/PATCH result, not /status): defaults, PrepareForUpdate (old status
 /// kept, generation = old + 1 when the spec changed), then ValidateJob + ValidateJobUpdate /
-/// ValidateCronJobUpdate. Pods get their defaults and generation only.
+/// ValidateCronJobUpdate; Pods: defaults, generation, ValidatePodSpec and ValidatePodUpdate; every
+/// kind: ValidateObjectMeta.
 pub fn admit_update(
     api_version: &str,
     kind: &str,
@@ -80,7 +155,8 @@ pub fn admit_update(
             job::default_job(obj);
             prepare_for_update(old, obj, true);
             let opts = job::JobOpts::for_update(old);
-            let mut errs = job::validate_job(obj, &opts);
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(job::validate_job(obj, &opts));
             errs.extend(job::validate_job_update(obj, old, &opts));
             into_result(errs)
         }
@@ -88,14 +164,20 @@ pub fn admit_update(
             decode_check(obj, k)?;
             cronjob::default_cronjob(obj);
             prepare_for_update(old, obj, true);
-            into_result(cronjob::validate_update(obj, old))
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(cronjob::validate_update(obj, old));
+            into_result(errs)
         }
         Kind::Pod => {
             pod::admit_pod_update(obj);
             prepare_for_update(old, obj, true);
-            Ok(())
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            errs.extend(pod_validation::validate_pod_only(obj.get("spec"), false));
+            errs.extend(pod_validation::validate_pod_update(obj, old));
+            into_result(errs)
         }
-        Kind::Other => Ok(()),
+        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
     }
 }
 
@@ -272,6 +354,50 @@ mod tests {
         }
     }
 
+    /// Job/CronJob/Pod strategies' WarningsOnCreate; job/warnings.go WarningsForJobSpec.
+    #[test]
+    fn create_warnings() {
+        let job = json!({"metadata": {"name": "v1.2"}, "spec": {"completionMode": "Indexed", "completions": 100_001, "parallelism": 10_001,
+            "template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"memory": "0.5"}}}]}}}});
+        assert_eq!(
+            warnings_on_create("batch/v1", "Job", &job),
+            vec![
+                "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]".to_string(),
+                "spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail".to_string(),
+                "spec.template.spec.containers[0].resources.limits[memory]: fractional byte value \"500m\" is invalid, must be an integer".to_string(),
+            ]
+        );
+        let cron = json!({"metadata": {"name": "ok"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "1.5"}}}]}}}}}});
+        assert_eq!(
+            warnings_on_create("batch/v1", "CronJob", &cron),
+            vec!["spec.jobTemplate.spec.template.spec.containers[0].resources.requests[ephemeral-storage]: fractional byte value \"1500m\" is invalid, must be an integer".to_string()]
+        );
+        let pod = json!({"metadata": {"name": "Pod1"}, "spec": {"containers": []}});
+        assert_eq!(warnings_on_create("v1", "Pod", &pod).len(), 1);
+        assert!(warnings_on_create("v1", "ConfigMap", &pod).is_empty());
+    }
+
+    /// job/strategy.go and cronjob/strategy.go WarningsOnUpdate.
+    #[test]
+    fn update_warnings() {
+        let old = json!({"metadata": {"generation": 1}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        let mut new = old.clone();
+        new["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"requests": {"memory": "1.5"}});
+        assert!(warnings_on_update("batch/v1", "Job", &new, &old).is_empty(), "same generation");
+        new["metadata"]["generation"] = json!(2);
+        assert_eq!(
+            warnings_on_update("batch/v1", "Job", &new, &old),
+            vec!["spec.template.spec.containers[0].resources.requests[memory]: fractional byte value \"1500m\" is invalid, must be an integer".to_string()]
+        );
+        let cron = json!({"metadata": {"generation": 1}, "spec": {"schedule": "CRON_TZ=UTC 0 * * * *"}});
+        assert_eq!(
+            warnings_on_update("batch/v1", "CronJob", &cron, &cron),
+            vec!["cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details".to_string()]
+        );
+        assert!(warnings_on_update("v1", "Pod", &new, &old).is_empty());
+    }
+
     #[test]
     fn spec_changed_is_semantic() {
         assert!(!spec_changed(&json!({"spec": {"a": []}}), &json!({"spec": {}})));
@@ -280,16 +406,17 @@ mod tests {
 
     #[test]
     fn pod_update_generation() {
-        let old =
-            json!({"metadata": {"generation": 1}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        let mut old =
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        admit_create("v1", "Pod", &mut old).expect("ok");
+        assert_eq!(old["metadata"]["generation"], 1);
         let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("y");
         admit_update("v1", "Pod", &old, &mut new).expect("ok");
-        // Defaults filled in on update change the spec; the test pod had none before.
         assert_eq!(new["metadata"]["generation"], 2);
-        let old2 = new.clone();
         let mut new2 = new.clone();
         new2["status"] = json!({"phase": "Running"});
-        admit_update("v1", "Pod", &old2, &mut new2).expect("ok");
+        admit_update("v1", "Pod", &new, &mut new2).expect("ok");
         assert_eq!(new2["metadata"]["generation"], 2);
     }
 }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::common::*;
-use crate::field_error::FieldError;
+use super::names::is_lower_alnum;
 
 // ---------------------------------------------------------------------------------------------
 // Defaults shared by Pods and pod templates (SetDefaults_PodSpec, _Container, _Volume, _Probe …).
@@ -262,10 +262,6 @@ fn path_component_ok(c: &str) -> bool {
     true
 }
 
-fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Pod admission.
 
@@ -429,70 +425,18 @@ pub(crate) fn parse_quantity(s: &str) -> Option<f64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ValidatePodTemplateSpec (the subset Job templates trip over).
+// ValidatePodTemplateSpec.
 
 /// Validates a pod template at `path` (e.g. `spec.template`): template labels and annotations
-/// (reported at `<path>.labels` / `<path>.annotations`, as upstream does), containers present,
-/// container names (required, DNS label, unique), images, the pod restartPolicy, and no
-/// ephemeral containers.
+/// (reported at `<path>.labels` / `<path>.annotations`, as upstream does), then
+/// `ValidatePodSpec` at `<path>.spec` with the template's ban on ephemeral containers.
 pub(crate) fn validate_pod_template(template: Option<&Value>, path: &str) -> Errs {
     let null = Value::Null;
     let t = template.unwrap_or(&null);
     let mut errs = validate_labels(at(t, &["metadata", "labels"]), &format!("{path}.labels"));
     errs.extend(validate_annotations(at(t, &["metadata", "annotations"]), &format!("{path}.annotations")));
-    let spec_path = format!("{path}.spec");
-    let containers = at_arr(t, &["spec", "containers"]);
-    let mut names: Vec<&str> = Vec::new();
-    if containers.is_empty() {
-        errs.push(FieldError::required(format!("{spec_path}.containers"), ""));
-    }
-    validate_containers(containers, &format!("{spec_path}.containers"), &mut names, &mut errs);
-    validate_containers(
-        at_arr(t, &["spec", "initContainers"]),
-        &format!("{spec_path}.initContainers"),
-        &mut names,
-        &mut errs,
-    );
-    match at_str(t, &["spec", "restartPolicy"]).unwrap_or("") {
-        "Always" | "OnFailure" | "Never" => {}
-        "" => errs.push(FieldError::required(format!("{spec_path}.restartPolicy"), "")),
-        other => errs.push(FieldError::not_supported(
-            format!("{spec_path}.restartPolicy"),
-            &Value::from(other),
-            &["Always", "OnFailure", "Never"],
-        )),
-    }
-    if !at_arr(t, &["spec", "ephemeralContainers"]).is_empty() {
-        errs.push(FieldError::forbidden(
-            format!("{spec_path}.ephemeralContainers"),
-            "ephemeral containers not allowed in pod template",
-        ));
-    }
+    errs.extend(super::pod_validation::validate_pod_spec(at(t, &["spec"]), &format!("{path}.spec"), true));
     errs
-}
-
-fn validate_containers<'a>(containers: &'a [Value], path: &str, names: &mut Vec<&'a str>, errs: &mut Errs) {
-    for (i, c) in containers.iter().enumerate() {
-        let idx = format!("{path}[{i}]");
-        let name = at_str(c, &["name"]).unwrap_or("");
-        if name.is_empty() {
-            errs.push(FieldError::required(format!("{idx}.name"), ""));
-        } else {
-            let msgs = is_dns1123_label(name);
-            if !msgs.is_empty() {
-                for m in msgs {
-                    errs.push(FieldError::invalid(format!("{idx}.name"), &Value::from(name), &m));
-                }
-            } else if names.contains(&name) {
-                errs.push(FieldError::duplicate(format!("{idx}.name"), &Value::from(name)));
-            } else {
-                names.push(name);
-            }
-        }
-        if at_str(c, &["image"]).unwrap_or("").is_empty() {
-            errs.push(FieldError::required(format!("{idx}.image"), ""));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -569,7 +513,7 @@ mod tests {
     #[test]
     fn template_validation() {
         let t = json!({"metadata": {"labels": {"-bad": "x"}},
-            "spec": {"containers": [{"name": "a", "image": ""}, {"name": "a", "image": "x"}], "restartPolicy": "Bogus"}});
+            "spec": {"containers": [{"name": "a", "image": "", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}, {"name": "a", "image": "x", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}], "restartPolicy": "Bogus", "dnsPolicy": "Default"}});
         let msgs: Vec<String> =
             validate_pod_template(Some(&t), "spec.template").into_iter().map(|e| e.message).collect();
         assert!(
@@ -577,6 +521,7 @@ mod tests {
         );
         assert_eq!(msgs[1], "spec.template.spec.containers[0].image: Required value");
         assert_eq!(msgs[2], "spec.template.spec.containers[1].name: Duplicate value: \"a\"");
+        assert_eq!(msgs.len(), 4, "{msgs:?}");
         assert_eq!(
             msgs[3],
             "spec.template.spec.restartPolicy: Unsupported value: \"Bogus\": supported values: \"Always\", \"OnFailure\", \"Never\""

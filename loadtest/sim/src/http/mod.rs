@@ -106,7 +106,9 @@ impl Reply {
             builder = builder.header(http::header::RETRY_AFTER, seconds);
         }
         for w in &self.warnings {
-            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+            if let Ok(v) =
+                HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\"")))
+            {
                 builder = builder.header("Warning", v);
             }
         }

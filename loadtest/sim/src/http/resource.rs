@@ -103,22 +103,32 @@ pub async fn handle(
                 return Err(ApiError::method_not_supported(&target.rt, "create"));
             }
             let obj = decode_body(headers, &body)?;
+            let warnings =
+                crate::admission::warnings_on_create(&target.rt.api_version(), &target.rt.kind, &obj);
             let created = shared.api.create(&target, &namespace, obj, &opts)?;
-            Ok(Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created)))
+            let mut reply = Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created));
+            reply.warnings = warnings;
+            Ok(reply)
         }
         ("PUT", Some(name)) => {
             let obj = decode_body(headers, &body)?;
+            let old = old_for_update_warnings(shared, &target, &namespace, name, sub);
             let updated = shared.api.update(&target, &namespace, name, obj, sub, &opts)?;
-            Ok(Reply::bytes(StatusCode::OK, shared.api.render(&target, &updated)))
+            let mut reply = Reply::bytes(StatusCode::OK, shared.api.render(&target, &updated));
+            reply.warnings = update_warnings(shared, &target, old.as_deref(), &updated);
+            Ok(reply)
         }
         ("PATCH", Some(name)) => {
             let ct = content_type(headers);
             let patch_type =
                 PatchType::from_content_type(&ct).ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let old = old_for_update_warnings(shared, &target, &namespace, name, sub);
             let (patched, created) =
                 shared.api.patch(&target, &namespace, name, patch_type, &body, sub, &opts)?;
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-            Ok(Reply::bytes(status, shared.api.render(&target, &patched)))
+            let mut reply = Reply::bytes(status, shared.api.render(&target, &patched));
+            reply.warnings = update_warnings(shared, &target, old.as_deref(), &patched);
+            Ok(reply)
         }
         ("DELETE", Some(name)) => {
             let dopts = delete_options(q, &body)?;
@@ -265,4 +275,35 @@ fn accept_table(headers: &HeaderMap, q: &Query) -> Result<Option<IncludeObject>,
     IncludeObject::from_query(q.get("includeObject"))
         .map(Some)
         .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// The object before a main-resource write, for the Job and CronJob strategies'
+/// `WarningsOnUpdate` (other kinds, pods included, have none, so nothing is read for them).
+fn old_for_update_warnings(
+    shared: &Shared,
+    target: &Target,
+    namespace: &str,
+    name: &str,
+    sub: Subresource,
+) -> Option<Arc<crate::store::StoredObject>> {
+    let batch = target.rt.is("batch", "jobs") || target.rt.is("batch", "cronjobs");
+    if sub != Subresource::Main || !batch {
+        return None;
+    }
+    shared.api.get(target, namespace, name).ok()
+}
+
+fn update_warnings(
+    shared: &Shared,
+    target: &Target,
+    old: Option<&crate::store::StoredObject>,
+    new: &crate::store::StoredObject,
+) -> Vec<String> {
+    let Some(old) = old else { return Vec::new() };
+    crate::admission::warnings_on_update(
+        &target.rt.api_version(),
+        &target.rt.kind,
+        &shared.api.view_value(target, new),
+        &shared.api.view_value(target, old),
+    )
 }

@@ -1,6 +1,6 @@
 //! `labelSelector`: a port of apimachinery `pkg/labels/selector.go` (`Parse`, its lexer and
 //! parser, `NewRequirement`, `Requirement.Matches`, `Requirement.String`) with the validation
-//! texts of `pkg/api/validate/content` (`IsLabelKey`, `IsLabelValue`, `IsDNS1123Subdomain`).
+//! texts of `pkg/api/validate/content` (`IsLabelKey`, `IsLabelValue`), from `admission::names`.
 //!
 //! Grammar: comma-separated ANDs of `key`, `!key`, `key=v`, `key==v`, `key!=v`,
 //! `key in (v1,v2)`, `key notin (v1,v2)`, `key>N`, `key<N`.
@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use serde_json::{Map, Value};
+
+use crate::admission::names::{label_key_errors, label_value_errors};
 
 use super::SelectorError;
 use crate::go_fmt::go_quote;
@@ -583,122 +585,6 @@ fn invalid(path: &str, value: &str, detail: &str) -> String {
 fn go_string_slice(values: &[String]) -> String {
     let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
     format!("[]string{{{}}}", quoted.join(", "))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Validation (apimachinery/pkg/api/validate/content)
-
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// `content.RegexError`.
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{re}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, e) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push('\'');
-        out.push_str(e);
-        out.push_str("', ");
-    }
-    out.push_str("regex used for validation is '");
-    out.push_str(re);
-    out.push_str("')");
-    out
-}
-
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} bytes")
-}
-
-/// `isValidLabelKeyName`: `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`.
-fn is_valid_label_key_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    let (Some(&first), Some(&last)) = (b.first(), b.last()) else { return false };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.split('.').all(|l| {
-            let b = l.as_bytes();
-            match (b.first(), b.last()) {
-                (Some(f), Some(e)) => {
-                    (f.is_ascii_lowercase() || f.is_ascii_digit())
-                        && (e.is_ascii_lowercase() || e.is_ascii_digit())
-                        && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-                }
-                _ => false,
-            }
-        })
-}
-
-/// `content.IsDNS1123Subdomain`.
-fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push(max_len_error(253));
-    }
-    if !is_dns1123_subdomain(s) {
-        errs.push(regex_error(DNS1123_SUBDOMAIN_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
-    }
-    errs
-}
-
-/// `content.IsLabelKey`.
-pub(crate) fn label_key_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let name = match value.split_once('/') {
-        None => value,
-        Some((_, suffix)) if suffix.contains('/') => {
-            return vec![format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-            )];
-        }
-        Some((prefix, suffix)) => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(dns1123_subdomain_errors(prefix).into_iter().map(|m| format!("prefix part {m}")));
-            }
-            suffix
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push(format!("name part {}", max_len_error(63)));
-    }
-    if !is_valid_label_key_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-        ));
-    }
-    errs
-}
-
-/// `content.IsLabelValue`.
-pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push(max_len_error(63));
-    }
-    if !value.is_empty() && !is_valid_label_key_name(value) {
-        errs.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errs
 }
 
 #[cfg(test)]
