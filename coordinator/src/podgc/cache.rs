@@ -378,7 +378,11 @@ mod tests {
         }
         let live: usize = (0..20_000).filter(|i| i % 4 == 0).map(|i| format!("{long}-{i}").len()).sum();
         assert_eq!(cache.names.len() - cache.garbage, live);
-        assert!(cache.names.len() <= 2 * live + (1 << 20), "compacted: {} bytes for {live} live", cache.names.len());
+        assert!(
+            cache.names.len() <= 2 * live + (1 << 20),
+            "compacted: {} bytes for {live} live",
+            cache.names.len()
+        );
         let mut names: Vec<String> = cache.views().iter().map(|v| v.name.to_string()).collect();
         names.sort();
         let mut want: Vec<String> =

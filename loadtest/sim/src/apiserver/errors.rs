@@ -97,6 +97,33 @@ impl ApiError {
         e
     }
 
+    /// A patch whose result is not an object: the apiserver's decode of the patched JSON fails,
+    /// and `jsonPatcher.applyPatchToCurrentObject` answers `NewInvalid(GroupKind{}, "", …)` on the
+    /// field `patch`.
+    pub fn patched_not_an_object(patched: &Value) -> Self {
+        let go_type = match patched {
+            Value::Array(_) => "array",
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            Value::Bool(_) => "bool",
+            Value::Null | Value::Object(_) => "",
+        };
+        let rendered = serde_json::to_string(patched).unwrap_or_default();
+        let why = if go_type.is_empty() {
+            format!("Object 'Kind' is missing in '{rendered}'")
+        } else {
+            format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {go_type} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+            )
+        };
+        let detail = format!("Invalid value: {}: {why}", crate::go_fmt::go_quote(&rendered));
+        let mut e = Self::new(422, "Invalid", format!(" \"\" is invalid: patch: {detail}"));
+        e.details = Some(Box::new(json!({
+            "causes": [{ "reason": "FieldValueInvalid", "message": detail, "field": "patch" }]
+        })));
+        e
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

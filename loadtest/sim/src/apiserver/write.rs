@@ -369,6 +369,9 @@ impl ApiServer {
                 }
             }
             .map_err(patch_error)?;
+            if !patched.is_object() {
+                return Err(ApiError::patched_not_an_object(&patched));
+            }
             let mut patched = patched;
             // A patch conflicts only if it names a resourceVersion itself.
             let requested_rv = meta::str_field(&patched, "resourceVersion").map(str::to_string);
