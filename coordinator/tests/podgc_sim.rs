@@ -154,6 +154,12 @@ async fn terminated_pods_over_the_threshold_are_deleted_oldest_first() {
 async fn orphans_are_marked_failed_then_deleted_after_the_quarantine() {
     let f = fixture().await;
     create_pod(&f, "running-orphan", "ghost-node", "Running").await;
+    // upstream TestGCInspectingPatchedPodBeforeDeletion: the patch keeps the pod's other conditions.
+    let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+    Api::<Pod>::namespaced(f.client.clone(), "default")
+        .patch_status("running-orphan", &PatchParams::default(), &Patch::Strategic(&ready))
+        .await
+        .expect("ready");
     create_pod(&f, "done-orphan", "ghost-node", "Succeeded").await;
     create_pod(&f, "healthy", "sim-node-0", "Running").await;
     let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
@@ -179,12 +185,9 @@ async fn orphans_are_marked_failed_then_deleted_after_the_quarantine() {
     let marked = marked.expect("the orphan was patched");
     let status = marked.status.expect("status");
     assert_eq!(status.phase.as_deref(), Some("Failed"));
-    let condition = status
-        .conditions
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == "DisruptionTarget")
-        .expect("condition");
+    let conditions = status.conditions.unwrap_or_default();
+    assert!(conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{conditions:?}");
+    let condition = conditions.into_iter().find(|c| c.type_ == "DisruptionTarget").expect("condition");
     assert_eq!((condition.status.as_str(), condition.reason.as_deref()), ("True", Some("DeletionByPodGC")));
     assert_eq!(condition.message.as_deref(), Some("PodGC: node no longer exists"));
 
@@ -240,4 +243,39 @@ async fn nothing_is_deleted_until_this_coordinator_leads() {
         (pod_names(&f).await == ["b"]).then_some(())
     })
     .await;
+}
+
+/// upstream TestGCUnscheduledTerminating: a pod deleted before it was ever bound is marked Failed
+/// and force-deleted; a finalizer keeps it (upstream keeps retrying such pods; k/k#141190 is open).
+#[tokio::test]
+async fn unscheduled_terminating_pods_are_marked_failed_and_force_deleted() {
+    let f = fixture().await;
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "never-bound", "finalizers": ["example.com/hold"]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("create");
+    pods.delete("never-bound", &Default::default()).await.expect("delete");
+    let (registry, _stop) = start_podgc(&f, "coordinator-a", fast_gc(0));
+    wait_until("the pod to be marked Failed", Duration::from_secs(20), || async {
+        let p = pods.get_opt("never-bound").await.ok()??;
+        (p.status?.phase.as_deref() == Some("Failed")).then_some(())
+    })
+    .await;
+    wait_until("a force deletion", Duration::from_secs(20), || async {
+        let events = read_log(&f.audit).ok()?;
+        events
+            .iter()
+            .any(|e| {
+                e.user_agent == kube_client::user_agent("coordinator-a")
+                    && e.verb == "delete"
+                    && e.object_ref.as_ref().is_some_and(|o| o.name == "never-bound")
+            })
+            .then_some(())
+    })
+    .await;
+    assert!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "unscheduled") >= 1);
+    assert!(pods.get_opt("never-bound").await.expect("get").is_some(), "the finalizer still holds it");
 }
