@@ -3,6 +3,7 @@
 //! server's audit log shows who wrote what.
 
 use std::path::Path;
+use std::time::Duration;
 
 use http::HeaderValue;
 use http::header::USER_AGENT;
@@ -38,13 +39,34 @@ pub async fn load_config(kubeconfig: Option<&Path>) -> Result<kube::Config, Clie
     }
 }
 
-/// A client for `config` whose every request carries `user_agent`.
-pub fn from_config(config: kube::Config, user_agent: &str) -> Result<kube::Client, ClientError> {
+/// kube-controller-manager's `--kube-api-qps` / `--kube-api-burst`: on average `qps` requests a
+/// second, in bursts of up to `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+/// A client for `config` whose every request carries `user_agent`, rate-limited when `limit` is
+/// given with a positive rate.
+pub fn from_config(
+    config: kube::Config,
+    user_agent: &str,
+    limit: Option<RateLimit>,
+) -> Result<kube::Client, ClientError> {
     let value =
         HeaderValue::from_str(user_agent).map_err(|_| ClientError::UserAgent(user_agent.to_string()))?;
-    let layer = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
+    let name = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
         req.headers_mut().insert(USER_AGENT, value.clone());
         req
     });
-    Ok(kube::client::ClientBuilder::try_from(config)?.with_layer(&layer).build())
+    // `burst` requests per window of `burst / qps` seconds: the average rate is `qps`.
+    let rate = limit.filter(|l| l.qps > 0.0 && l.qps.is_finite()).map(|l| {
+        let burst = l.burst.max(1);
+        tower::limit::RateLimitLayer::new(u64::from(burst), Duration::from_secs_f64(f64::from(burst) / l.qps))
+    });
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::util::option_layer(rate))
+        .with_layer(&name)
+        .build())
 }

@@ -62,6 +62,13 @@ struct Args {
     /// How often candidates try and the leader renews.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     leader_elect_retry_period: Duration,
+    /// Average requests per second to the API server (kube-controller-manager's default); 0 for
+    /// no limit.
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f64,
+    /// Requests allowed in a burst above the average.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
     /// Terminated pods kept before PodGC deletes the oldest; 0 turns that pass off.
     #[arg(long, default_value_t = 12_500)]
     terminated_pod_gc_threshold: usize,
@@ -141,7 +148,8 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         None => hostname().context("no --coordinator-id given and the hostname is unreadable")?,
     };
     let config = kube_client::load_config(args.kubeconfig.as_deref()).await?;
-    let client = kube_client::from_config(config, &kube_client::user_agent(&id))?;
+    let limit = kube_client::RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst };
+    let client = kube_client::from_config(config, &kube_client::user_agent(&id), Some(limit))?;
     let registry = prometheus::Registry::new();
     let (metrics_bound, serve_metrics) = metrics_endpoint::bind(args.metrics_addr, registry.clone())
         .await

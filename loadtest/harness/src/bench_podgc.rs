@@ -1,14 +1,24 @@
 //! `loadtest bench-podgc`: the coordinator's PodGC cache and passes at cluster scale, with no API
 //! server — the bytes each cached pod costs, the resident memory at N pods, and how long one pass
-//! takes when there is nothing to delete (issue 12's figures).
+//! takes when there is nothing to delete; then how fast it deletes through an in-process sim,
+//! with and without a client rate limit (issue 12's figures).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use batchfleet_coordinator::kube_client::{self, RateLimit};
+use batchfleet_coordinator::leader::{self, ElectionTiming};
 use batchfleet_coordinator::podgc::cache::{NodeCache, PodCache};
+use batchfleet_coordinator::podgc::controller::{self, PodGcConfig, PodGcMetrics};
 use batchfleet_coordinator::podgc::core::{self, QUARANTINE_TIME, Quarantine};
+use batchfleet_coordinator::store::kubernetes::KubernetesStore;
+use batchfleet_sim::{SimCluster, SimConfig};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
+use tokio::sync::watch;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchPodgcArgs {
@@ -24,6 +34,16 @@ pub struct BenchPodgcArgs {
     /// Timed passes.
     #[arg(long, default_value_t = 10)]
     passes: usize,
+    /// Also delete this many terminated pods over the threshold through an in-process sim
+    /// cluster, unthrottled (0: skip).
+    #[arg(long, default_value_t = 50_000)]
+    delete: usize,
+    /// Pods deleted again with the client limited to `--qps` (0: skip).
+    #[arg(long, default_value_t = 2_000)]
+    delete_limited: usize,
+    /// The client's rate limit for the limited run (kube-controller-manager's --kube-api-qps).
+    #[arg(long, default_value_t = 100.0)]
+    qps: f64,
 }
 
 /// Resident memory of this process, in bytes, from /proc/self/statm.
@@ -89,6 +109,12 @@ pub async fn run(args: BenchPodgcArgs) -> anyhow::Result<()> {
         );
     }
     times.sort();
+    let unthrottled = if args.delete > 0 { Some(deletion_rate(args.delete, None).await?) } else { None };
+    let limited = if args.delete_limited > 0 {
+        Some(deletion_rate(args.delete_limited, Some(RateLimit { qps: args.qps, burst: 1 })).await?)
+    } else {
+        None
+    };
     println!("| what | figure |");
     println!("|---|---:|");
     println!("| pods cached | {} ({} namespaces, {} nodes) |", args.pods, args.namespaces, args.nodes);
@@ -97,7 +123,99 @@ pub async fn run(args: BenchPodgcArgs) -> anyhow::Result<()> {
     println!("| filling the cache (decoding included) | {} |", ms(filled));
     println!("| one pass, nothing to delete: median | {} |", ms(times[times.len() / 2]));
     println!("| one pass, nothing to delete: worst of {} | {} |", times.len(), ms(times[times.len() - 1]));
+    if let Some((n, took)) = unthrottled {
+        println!(
+            "| {n} terminated pods deleted through the sim, no client limit | {:.1} s, {:.0} pods/s |",
+            took.as_secs_f64(),
+            n as f64 / took.as_secs_f64()
+        );
+    }
+    if let Some((n, took)) = limited {
+        let rate = n as f64 / took.as_secs_f64();
+        println!(
+            "| {n} deleted with --kube-api-qps {} | {:.1} s, {rate:.0} pods/s ({:.2} × the limit) |",
+            args.qps,
+            took.as_secs_f64(),
+            rate / args.qps
+        );
+    }
     Ok(())
+}
+
+/// Creates `n` terminated pods (plus the threshold's worth) in an in-process sim cluster, runs the
+/// coordinator's PodGC on them as leader, and times until the `n` over the threshold are gone.
+async fn deletion_rate(n: usize, limit: Option<RateLimit>) -> anyhow::Result<(usize, Duration)> {
+    use futures::StreamExt;
+    let threshold = 100;
+    let sim = SimCluster::start(SimConfig { nodes: 1, kubelet: false, ..SimConfig::default() }).await?;
+    let config = || kube::Config::new(sim.url().parse().expect("the sim's url"));
+    let setup = kube::Client::try_from(config())?;
+    let pods: Api<Pod> = Api::namespaced(setup.clone(), "default");
+    let created = std::sync::atomic::AtomicUsize::new(0);
+    futures::stream::iter(0..n + threshold)
+        .map(|i| {
+            let (pods, created) = (&pods, &created);
+            async move {
+                let pod: Pod = serde_json::from_value(json!({
+                    "metadata": {"name": format!("done-{i:06}")},
+                    "spec": {"nodeName": "sim-node-0", "containers": [{"name": "c", "image": "busybox"}]}
+                }))?;
+                pods.create(&PostParams::default(), &pod).await?;
+                let done = json!({"status": {"phase": "Succeeded"}});
+                pods.patch_status(&format!("done-{i:06}"), &PatchParams::default(), &Patch::Merge(&done))
+                    .await?;
+                let c = created.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if c.is_multiple_of(10_000) {
+                    eprintln!("bench-podgc: {c} terminated pods created");
+                }
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<Vec<()>>>()?;
+
+    let client = kube_client::from_config(config(), &kube_client::user_agent("bench"), limit)?;
+    let (stop_tx, stop) = watch::channel(false);
+    let store = Arc::new(KubernetesStore::new(setup, "kube-system"));
+    let (leadership, _election) =
+        leader::start(store, "bench".into(), ElectionTiming::default(), stop.clone());
+    let registry = prometheus::Registry::new();
+    let metrics = PodGcMetrics::register(&registry)?;
+    let gc_config = PodGcConfig {
+        terminated_pod_threshold: threshold,
+        period: Duration::from_millis(200),
+        ..PodGcConfig::default()
+    };
+    let started = Instant::now();
+    tokio::spawn(controller::run(client, gc_config, metrics, leadership, stop));
+    let mut last_report = Instant::now();
+    loop {
+        let deleted: u64 = registry
+            .gather()
+            .iter()
+            .filter(|m| m.name() == "pod_gc_collector_force_delete_pods_total")
+            .flat_map(|m| m.get_metric().iter())
+            .map(|m| m.get_counter().value() as u64)
+            .sum();
+        if deleted as usize >= n {
+            break;
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            eprintln!("bench-podgc: {deleted} of {n} deleted");
+            last_report = Instant::now();
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(1800),
+            "deletion did not finish in 30 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = started.elapsed();
+    let _ = stop_tx.send(true);
+    Ok((n, took))
 }
 
 fn ms(d: Duration) -> String {
