@@ -46,20 +46,22 @@ impl Phase {
     }
 }
 
-const DELETING: u8 = 1;
-const EVICTED: u8 = 2;
+const EVICTED: u8 = 1;
+const HAS_FINALIZERS: u8 = 2;
 
-/// One cached pod in 40 bytes: its name is a slice of the shared arena, namespace and node are
+/// One cached pod in 48 bytes: its name is a slice of the shared arena, namespace and node are
 /// interned ids (0: none, which also marks a free slot), the uid is 16 bytes when it is a
-/// canonical UUID.
+/// canonical UUID, times are seconds since the epoch (`deleted` 0: not being deleted).
 #[derive(Debug, Clone, Copy)]
 struct Record {
     name_at: u32,
-    name_len: u32,
+    /// Pod names are at most 253 bytes.
+    name_len: u16,
     namespace: u32,
     node: u32,
     uid: [u8; 16],
     created: i64,
+    deleted: i64,
     phase: Phase,
     flags: u8,
 }
@@ -115,7 +117,7 @@ impl std::fmt::Debug for PodCache {
 
 impl PodCache {
     fn name_of(&self, r: &Record) -> &str {
-        self.names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or("")
+        self.names.get(r.name_at as usize..r.name_at as usize + r.name_len as usize).unwrap_or("")
     }
 
     fn hash(&self, namespace: u32, name: &str) -> u64 {
@@ -146,8 +148,8 @@ impl PodCache {
         let uid_text = pod.metadata.uid.as_deref().unwrap_or("");
         let uuid = uuid::Uuid::try_parse(uid_text).ok().filter(|u| u.as_hyphenated().to_string() == uid_text);
         let mut flags = 0;
-        if pod.metadata.deletion_timestamp.is_some() {
-            flags |= DELETING;
+        if pod.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+            flags |= HAS_FINALIZERS;
         }
         if status.and_then(|s| s.reason.as_deref()) == Some("Evicted") {
             flags |= EVICTED;
@@ -159,6 +161,8 @@ impl PodCache {
             node,
             uid: uuid.map_or([0; 16], |u| *u.as_bytes()),
             created: pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+            // A deletion timestamp at the epoch itself still marks the pod as being deleted.
+            deleted: pod.metadata.deletion_timestamp.as_ref().map_or(0, |t| t.0.as_second().max(1)),
             phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
             flags,
         };
@@ -169,8 +173,11 @@ impl PodCache {
                 slot
             }
             None => {
-                let record =
-                    Record { name_at: self.names.len() as u32, name_len: name.len() as u32, ..fields };
+                let record = Record {
+                    name_at: self.names.len() as u32,
+                    name_len: u16::try_from(name.len()).unwrap_or(u16::MAX),
+                    ..fields
+                };
                 self.names.push_str(name);
                 let slot = match self.free.pop() {
                     Some(slot) => {
@@ -186,7 +193,8 @@ impl PodCache {
                 let (records, names, hasher) = (&self.records, &self.names, &self.hasher);
                 self.index.insert_unique(hash, slot, |s| {
                     let r = &records[*s as usize];
-                    let n = names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or("");
+                    let n =
+                        names.get(r.name_at as usize..r.name_at as usize + r.name_len as usize).unwrap_or("");
                     hasher.hash_one((r.namespace, n))
                 });
                 slot
@@ -210,7 +218,7 @@ impl PodCache {
         let Ok(entry) = self.index.find_entry(hash, |slot| {
             let r = &records[*slot as usize];
             r.namespace == namespace
-                && names.get(r.name_at as usize..(r.name_at + r.name_len) as usize) == Some(name)
+                && names.get(r.name_at as usize..r.name_at as usize + r.name_len as usize) == Some(name)
         }) else {
             return;
         };
@@ -231,7 +239,7 @@ impl PodCache {
         for r in self.records.iter_mut().filter(|r| r.namespace != 0) {
             let at = names.len() as u32;
             names.push_str(
-                self.names.get(r.name_at as usize..(r.name_at + r.name_len) as usize).unwrap_or(""),
+                self.names.get(r.name_at as usize..r.name_at as usize + r.name_len as usize).unwrap_or(""),
             );
             r.name_at = at;
         }
@@ -262,7 +270,8 @@ impl PodCache {
                 },
                 phase: r.phase.as_str(),
                 node_name: if r.node == 0 { "" } else { self.strings.get(r.node) },
-                deleting: r.flags & DELETING != 0,
+                deleting: r.deleted != 0,
+                has_finalizers: r.flags & HAS_FINALIZERS != 0,
                 created: r.created,
                 evicted_reason: r.flags & EVICTED != 0,
             })
@@ -342,6 +351,19 @@ mod tests {
             "spec": {"containers": []},
             "status": {"phase": phase}
         }))
+    }
+
+    #[test]
+    fn a_record_stays_48_bytes_and_keeps_deletion_and_finalizers() {
+        assert_eq!(std::mem::size_of::<Record>(), 48);
+        let mut cache = PodCache::default();
+        cache.apply(&pod(serde_json::json!({
+            "metadata": {"namespace": "a", "name": "held", "finalizers": ["example.com/hold"],
+                         "deletionTimestamp": "2026-11-24T11:00:00Z"},
+            "spec": {"containers": []}
+        })));
+        let view = &cache.views()[0];
+        assert!(view.deleting && view.has_finalizers);
     }
 
     #[test]

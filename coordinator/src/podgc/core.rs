@@ -27,6 +27,9 @@ pub struct PodView<'a> {
     /// `spec.nodeName`; empty when unscheduled.
     pub node_name: &'a str,
     pub deleting: bool,
+    /// Finalizers hold it: upstream force-deletes such pods again every pass (the open
+    /// k/k#141190 would skip them), so the passes do not look at it yet.
+    pub has_finalizers: bool,
     /// `metadata.creationTimestamp`, seconds since the epoch.
     pub created: i64,
     /// `status.reason == "Evicted"` (with phase Failed: upstream's `eviction.PodIsEvicted`).
@@ -226,6 +229,7 @@ mod tests {
             phase,
             node_name: node,
             deleting: false,
+            has_finalizers: false,
             created,
             evicted_reason: false,
         }
