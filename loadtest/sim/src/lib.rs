@@ -16,6 +16,7 @@ pub mod go_fmt;
 pub mod http;
 pub mod kubectl;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod selector;
 pub mod store;

@@ -262,3 +262,52 @@ async fn shard_selector_filters_watches_too() {
         .collect();
     assert_eq!(seen, vec![low]);
 }
+
+/// A protobuf DeleteOptions in the `k8s\0` envelope, as kubectl drain and client-go send it.
+fn protobuf_delete_options(dry_run: bool, precondition_uid: &str) -> Vec<u8> {
+    fn field(out: &mut Vec<u8>, number: u8, bytes: &[u8]) {
+        out.push((number << 3) | 2);
+        out.push(u8::try_from(bytes.len()).unwrap());
+        out.extend_from_slice(bytes);
+    }
+    let mut preconditions = Vec::new();
+    field(&mut preconditions, 1, precondition_uid.as_bytes());
+    let mut options = Vec::new();
+    field(&mut options, 2, &preconditions);
+    field(&mut options, 4, b"Background");
+    if dry_run {
+        field(&mut options, 5, b"All");
+    }
+    let mut type_meta = Vec::new();
+    field(&mut type_meta, 1, b"v1");
+    field(&mut type_meta, 2, b"DeleteOptions");
+    let mut body = b"k8s\0".to_vec();
+    field(&mut body, 1, &type_meta);
+    field(&mut body, 2, &options);
+    body
+}
+
+#[tokio::test]
+async fn protobuf_delete_options_are_honoured() {
+    let sim = common::api_only().await;
+    let c = common::client(&sim);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let pb = Some("application/vnd.kubernetes.protobuf");
+    let cm = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}"#;
+    let (code, created) = status_of(&c, "POST", cms, Some("application/json"), cm).await;
+    assert_eq!(code, 201, "{created}");
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+    let one = format!("{cms}/d");
+
+    let (code, s) = status_of(&c, "DELETE", &one, pb, &protobuf_delete_options(false, "other-uid")).await;
+    assert_eq!((code, s["reason"].as_str()), (409, Some("Conflict")), "{s}");
+    let (code, s) = status_of(&c, "DELETE", &one, pb, &protobuf_delete_options(true, &uid)).await;
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(status_of(&c, "GET", &one, None, b"").await.0, 200, "dryRun deleted the object");
+    let (code, s) = status_of(&c, "DELETE", &one, pb, &protobuf_delete_options(false, &uid)).await;
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(status_of(&c, "GET", &one, None, b"").await.0, 404);
+
+    let (code, s) = status_of(&c, "DELETE", &one, pb, b"k8s\0\x12\x7f").await;
+    assert_eq!((code, s["reason"].as_str()), (400, Some("BadRequest")), "{s}");
+}

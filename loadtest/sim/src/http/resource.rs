@@ -217,10 +217,13 @@ fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
     })
 }
 
-/// DeleteOptions from the body (kubectl, kube-rs) and the query.
+/// DeleteOptions from the body (JSON from kubectl and kube-rs, protobuf from kubectl drain) and the query.
 fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let b: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
+    } else if crate::protobuf::envelope::has_magic(body) {
+        crate::protobuf::delete_options::decode(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
