@@ -16,7 +16,9 @@ use crate::events::EventSink;
 use crate::job::controller::JobController;
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
+use crate::runtime::shard::ShardTable;
 use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
+use crate::shards::ShardSpace;
 use crate::ttl::controller::TtlController;
 
 /// What a worker needs to start.
@@ -37,6 +39,8 @@ pub struct WorkerOptions {
     pub clock: Arc<dyn Clock>,
     /// Which controllers run.
     pub controllers: Controllers,
+    /// S, the number of shards the key space is cut into (a power of two).
+    pub shards: u32,
 }
 
 /// The controllers a worker runs, like kube-controller-manager's `--controllers`.
@@ -114,6 +118,7 @@ impl Default for WorkerOptions {
             job_timing: JobTiming::default(),
             clock: Arc::new(SystemClock),
             controllers: Controllers::default(),
+            shards: 256,
         }
     }
 }
@@ -124,6 +129,8 @@ pub enum StartError {
     Client(#[from] client::ClientError),
     #[error("registering metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    #[error(transparent)]
+    Shards(#[from] crate::shards::BadShardCount),
     #[error("binding the metrics endpoint {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
@@ -162,8 +169,10 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,
         ..JobConfig::default()
     };
-    let owns: crate::job::controller::Owns = Arc::new(|_: &str| true);
-    let jobs = JobController::new(client.clone(), config, job_metrics, events, queue, orphans, owns.clone());
+    // Standalone holds every shard, Active: the same runtime the fleet's workers run.
+    let shards = ShardTable::all_active(ShardSpace::new(opts.shards)?);
+    let jobs =
+        JobController::new(client.clone(), config, job_metrics, events, queue, orphans, shards.clone());
     let (cron_events, record_cron_events) =
         EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT);
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
@@ -175,10 +184,10 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         cron_events,
         jiff::tz::TimeZone::UTC,
         opts.clock.clone(),
-        owns.clone(),
+        shards.clone(),
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
-    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, owns)?;
+    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards)?;
     let mut job_handlers: Vec<Arc<crate::informer::JobHandler>> = Vec::new();
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await
