@@ -150,7 +150,8 @@ impl Worker {
 
 /// Starts the controllers for every shard.
 pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
-    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits).await?;
+    let user_agent = client::user_agent(&opts.worker_id);
+    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
     start_with_client(client, opts).await
 }
 
