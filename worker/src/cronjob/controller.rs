@@ -115,6 +115,12 @@ impl CronJobController {
                 }
             }
         }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            this.cronjobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
+            this.jobs.write().retain(|ns, _| this.shards.shard_of(ns) != shard);
+        }));
         Ok(this)
     }
 
@@ -122,8 +128,6 @@ impl CronJobController {
     /// [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let cronjobs: Arc<dyn crate::informer::Handler<CronJob>> = self.clone();
-        tasks.spawn(crate::informer::run(Api::<CronJob>::all(self.client.clone()), vec![cronjobs]));
         let mut synced = self.synced.subscribe();
         let this = self.clone();
         tasks.spawn(reconcile::run(

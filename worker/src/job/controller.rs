@@ -81,7 +81,31 @@ impl JobController {
                 this.enqueue_shard(shard);
             }
         }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            if let Some(this) = weak.upgrade() {
+                this.forget_shard(shard);
+            }
+        }));
         this
+    }
+
+    /// Empties the caches of a dropped shard's Jobs and pods.
+    fn forget_shard(&self, shard: u32) {
+        for key in self.cache.job_keys() {
+            if self.shards.shard_of(&key.namespace) == shard {
+                self.cache.remove_job(&key);
+                self.creations.forget(&key);
+                self.deletions.forget(&key);
+                self.finalizers.forget(&key);
+                self.backoff.lock().remove(&key);
+            }
+        }
+        for key in self.cache.pod_keys() {
+            if self.shards.shard_of(&key.namespace) == shard {
+                self.cache.remove_pod(&key);
+            }
+        }
     }
 
     fn enqueue_shard(&self, shard: u32) {
@@ -104,8 +128,6 @@ impl JobController {
     /// through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let pods: Arc<dyn crate::informer::Handler<Pod>> = self.clone();
-        tasks.spawn(crate::informer::run(Api::<Pod>::all(self.client.clone()), vec![pods]));
         let this = self.clone();
         tasks.spawn(reconcile::run(
             "job",

@@ -2,7 +2,9 @@
 //! metrics and expectations.
 
 pub mod expectations;
+pub mod protocol;
 pub mod reconcile;
 pub mod shard;
+pub mod watch;
 pub mod workqueue;
 pub mod write;

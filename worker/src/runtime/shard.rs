@@ -36,6 +36,8 @@ pub struct ShardStatus {
     pub seen_rv: u64,
     /// Reconciles started for the shard: its load, for placement.
     pub reconciles: u64,
+    /// The watch that feeds the shard's caches.
+    pub feeder: Option<u64>,
 }
 
 /// A refused step of the protocol.
@@ -73,6 +75,8 @@ pub struct ShardTable {
     idle: Arc<tokio::sync::Notify>,
     /// Called with a shard that became Active, so controllers queue that shard's keys (only).
     on_activate: Arc<RwLock<Vec<ActivateHook>>>,
+    /// Called with a shard that was dropped, so controllers empty its caches.
+    on_drop: Arc<RwLock<Vec<ActivateHook>>>,
 }
 
 /// What a controller does when one shard becomes Active.
@@ -117,6 +121,7 @@ impl ShardTable {
             in_flight: Arc::default(),
             idle: Arc::default(),
             on_activate: Arc::default(),
+            on_drop: Arc::default(),
         }
     }
 
@@ -124,8 +129,14 @@ impl ShardTable {
     pub fn all_active(space: ShardSpace) -> Self {
         let table = Self::new(space);
         for shard in 0..space.count() {
-            let status =
-                ShardStatus { phase: ShardPhase::Active, epoch: 1, written_rv: 0, seen_rv: 0, reconciles: 0 };
+            let status = ShardStatus {
+                phase: ShardPhase::Active,
+                epoch: 1,
+                written_rv: 0,
+                seen_rv: 0,
+                reconciles: 0,
+                feeder: Some(0),
+            };
             table.shards.write().insert(shard, status);
             table.epochs.write().insert(shard, 1);
         }
@@ -188,6 +199,23 @@ impl ShardTable {
             }
             notified.await;
         }
+    }
+
+    /// The watch that feeds `shard`'s caches, if it is held.
+    pub fn feeder(&self, shard: u32) -> Option<u64> {
+        self.shards.read().get(&shard).and_then(|s| s.feeder)
+    }
+
+    /// Makes watch `id` the one that feeds `shard`'s caches.
+    pub fn set_feeder(&self, shard: u32, id: u64) {
+        if let Some(s) = self.shards.write().get_mut(&shard) {
+            s.feeder = Some(id);
+        }
+    }
+
+    /// Registers what to do when a shard is dropped.
+    pub fn on_drop(&self, hook: ActivateHook) {
+        self.on_drop.write().push(hook);
     }
 
     /// Registers what to do when a shard becomes Active.
@@ -261,8 +289,14 @@ impl ShardTable {
             return Err(ShardError::StaleEpoch { shard, current, requested: epoch });
         }
         epochs.insert(shard, epoch);
-        let status =
-            ShardStatus { phase: ShardPhase::Preparing, epoch, written_rv: 0, seen_rv: 0, reconciles: 0 };
+        let status = ShardStatus {
+            phase: ShardPhase::Preparing,
+            epoch,
+            written_rv: 0,
+            seen_rv: 0,
+            reconciles: 0,
+            feeder: None,
+        };
         self.shards.write().insert(shard, status);
         drop(epochs);
         self.changed();
@@ -319,6 +353,10 @@ impl ShardTable {
         let gone = self.shards.write().remove(&shard);
         if gone.is_some() {
             self.changed();
+            let hooks = self.on_drop.read().clone();
+            for hook in hooks {
+                hook(shard);
+            }
         }
         gone
     }

@@ -64,6 +64,11 @@ impl TtlController {
                 }
             }
         }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            this.jobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
+        }));
         Ok(this)
     }
 
