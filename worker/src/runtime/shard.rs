@@ -38,6 +38,8 @@ pub struct ShardStatus {
     pub reconciles: u64,
     /// The watch that feeds the shard's caches.
     pub feeder: Option<u64>,
+    /// Writes sent for the shard in this tenure.
+    pub writes: u64,
 }
 
 /// A refused step of the protocol.
@@ -136,6 +138,7 @@ impl ShardTable {
                 seen_rv: 0,
                 reconciles: 0,
                 feeder: Some(0),
+                writes: 0,
             };
             table.shards.write().insert(shard, status);
             table.epochs.write().insert(shard, 1);
@@ -227,12 +230,11 @@ impl ShardTable {
     /// Revoking (in-flight reconciles finish) at that same epoch. A refusal is counted.
     pub fn check_write(&self, namespace: &str, epoch: Epoch) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
-        let ok = self
-            .shards
-            .read()
-            .get(&shard)
-            .is_some_and(|s| s.epoch == epoch && s.phase != ShardPhase::Preparing);
-        if ok {
+        if let Some(s) = self.shards.write().get_mut(&shard)
+            && s.epoch == epoch
+            && s.phase != ShardPhase::Preparing
+        {
+            s.writes += 1;
             return Ok(());
         }
         self.stale_writes.fetch_add(1, Ordering::Relaxed);
@@ -296,6 +298,7 @@ impl ShardTable {
             seen_rv: 0,
             reconciles: 0,
             feeder: None,
+            writes: 0,
         };
         self.shards.write().insert(shard, status);
         drop(epochs);
