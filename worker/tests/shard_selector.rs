@@ -20,7 +20,7 @@ fn shard_sets(count: u32) -> Vec<BTreeSet<u32>> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 set.insert(s);
             }
         }
