@@ -116,6 +116,17 @@ impl ShardRuntime {
         Ok(())
     }
 
+    /// Waits until `shard`'s watches have listed it: its caches are warm, ready for ACTIVATE.
+    pub async fn warmed(&self, shard: u32) {
+        let Some(feeder) = self.table.feeder(shard) else { return };
+        let waits: Vec<_> = {
+            let groups = self.groups.lock();
+            groups.get(&feeder).map(|g| g.watches.iter().map(|w| w.reflect_owned(0)).collect())
+        }
+        .unwrap_or_default();
+        futures::future::join_all(waits).await;
+    }
+
     /// REVOKE: `shard` takes no more work; returns, once its in-flight reconciles are done, the
     /// resourceVersion of its last write.
     pub async fn revoke(&self, shard: u32) -> Result<u64, ShardError> {

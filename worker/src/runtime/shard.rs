@@ -40,6 +40,8 @@ pub struct ShardStatus {
     pub feeder: Option<u64>,
     /// Writes sent for the shard in this tenure.
     pub writes: u64,
+    /// When the last write of this tenure was answered.
+    pub last_write_at: Option<std::time::Instant>,
 }
 
 /// A refused step of the protocol.
@@ -139,6 +141,7 @@ impl ShardTable {
                 reconciles: 0,
                 feeder: Some(0),
                 writes: 0,
+                last_write_at: None,
             };
             table.shards.write().insert(shard, status);
             table.epochs.write().insert(shard, 1);
@@ -251,6 +254,7 @@ impl ShardTable {
         let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else { return };
         if let Some(s) = self.shards.write().get_mut(&self.shard_of(namespace)) {
             s.written_rv = s.written_rv.max(rv);
+            s.last_write_at = Some(std::time::Instant::now());
         }
     }
 
@@ -299,6 +303,7 @@ impl ShardTable {
             reconciles: 0,
             feeder: None,
             writes: 0,
+            last_write_at: None,
         };
         self.shards.write().insert(shard, status);
         drop(epochs);

@@ -60,6 +60,10 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
+/// How long a listed watch behind the hand-over barrier may take to pass it through its events
+/// before it lists again; a bound on the wait, not a guess at it.
+const RELIST_AFTER: Duration = Duration::from_millis(50);
+
 /// A running watch; dropping it stops the watch.
 pub struct WatchHandle {
     relist: Arc<Notify>,
@@ -97,12 +101,24 @@ impl WatchHandle {
                 if p.lists > 0 && p.seen_rv >= barrier {
                     return;
                 }
-                if p.lists > 0 && asked_after != Some(p.lists) {
-                    relist.notify_one();
-                    asked_after = Some(p.lists);
-                }
-                if seen.changed().await.is_err() {
-                    return;
+                // A listed watch usually passes the barrier by itself within moments (the old
+                // owner's writes are in its shard); one that stays behind lists again.
+                let patience =
+                    if p.lists > 0 && asked_after != Some(p.lists) { Some(RELIST_AFTER) } else { None };
+                match patience {
+                    Some(wait) => match tokio::time::timeout(wait, seen.changed()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return,
+                        Err(_) => {
+                            relist.notify_one();
+                            asked_after = Some(p.lists);
+                        }
+                    },
+                    None => {
+                        if seen.changed().await.is_err() {
+                            return;
+                        }
+                    }
                 }
             }
         }
