@@ -130,12 +130,34 @@ pub enum ClientError {
     Kubeconfig { path: String, source: kube::config::KubeconfigError },
     #[error("inferring the cluster config: {0}")]
     Infer(#[from] kube::config::InferConfigError),
+    #[error("the User-Agent {0:?} is not a valid header value")]
+    UserAgent(String),
     #[error("building the client: {0}")]
     Build(#[from] kube::Error),
 }
 
-/// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits.
-pub async fn build(kubeconfig: Option<&Path>, limit: ClientLimits) -> Result<kube::Client, ClientError> {
+/// The User-Agent a worker sends on every request, naming the process as
+/// kube-controller-manager names its clients: `fleet-worker/0.1.0 (w-1)`.
+pub fn user_agent(worker_id: &str) -> String {
+    format!("fleet-worker/{} ({worker_id})", env!("CARGO_PKG_VERSION"))
+}
+
+/// `config` with `user_agent` on every request.
+pub fn with_user_agent(mut config: kube::Config, user_agent: &str) -> Result<kube::Config, ClientError> {
+    let value = http::HeaderValue::from_str(user_agent)
+        .map_err(|_| ClientError::UserAgent(user_agent.to_string()))?;
+    config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((http::header::USER_AGENT, value));
+    Ok(config)
+}
+
+/// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits, sending
+/// `user_agent`.
+pub async fn build(
+    kubeconfig: Option<&Path>,
+    limit: ClientLimits,
+    user_agent: &str,
+) -> Result<kube::Client, ClientError> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -146,7 +168,7 @@ pub async fn build(kubeconfig: Option<&Path>, limit: ClientLimits) -> Result<kub
         }
         None => kube::Config::infer().await?,
     };
-    from_config(config, limit)
+    from_config(with_user_agent(config, user_agent)?, limit)
 }
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
@@ -267,6 +289,33 @@ mod tests {
             assert_eq!(call.unwrap().unwrap(), "ok");
         }
         assert_eq!(server.most_held.load(Ordering::SeqCst), 2, "at most the cap, and the cap reached");
+    }
+
+    #[tokio::test]
+    async fn every_request_names_the_worker_in_its_user_agent() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let mut chunk = [0u8; 1024];
+                let n = conn.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the connection closed before the request's headers ended");
+                head.extend_from_slice(&chunk[..n]);
+            }
+            let reply = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+            conn.write_all(reply.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head).to_lowercase()
+        });
+        let config = with_user_agent(kube::Config::new(url.parse().unwrap()), &user_agent("w-1")).unwrap();
+        let client = from_config(config, ClientLimits::UNLIMITED).unwrap();
+        client.request_text(http::Request::get("/version").body(Vec::new()).unwrap()).await.unwrap();
+        let head = server.await.unwrap();
+        let agents: Vec<&str> = head.lines().filter(|l| l.starts_with("user-agent:")).collect();
+        assert_eq!(agents, vec![format!("user-agent: fleet-worker/{} (w-1)", env!("CARGO_PKG_VERSION"))]);
+        assert!(with_user_agent(kube::Config::new(url.parse().unwrap()), "bad\nagent").is_err());
     }
 
     #[tokio::test]

@@ -16,7 +16,11 @@ use crate::events::EventSink;
 use crate::job::controller::JobController;
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
+use crate::runtime::protocol::{Handlers, ShardRuntime};
+use crate::runtime::shard::ShardTable;
+use crate::runtime::watch::{self, ShardFiltering};
 use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
+use crate::shards::ShardSpace;
 use crate::ttl::controller::TtlController;
 
 /// What a worker needs to start.
@@ -37,6 +41,8 @@ pub struct WorkerOptions {
     pub clock: Arc<dyn Clock>,
     /// Which controllers run.
     pub controllers: Controllers,
+    /// S, the number of shards the key space is cut into (a power of two).
+    pub shards: u32,
 }
 
 /// The controllers a worker runs, like kube-controller-manager's `--controllers`.
@@ -114,6 +120,7 @@ impl Default for WorkerOptions {
             job_timing: JobTiming::default(),
             clock: Arc::new(SystemClock),
             controllers: Controllers::default(),
+            shards: 256,
         }
     }
 }
@@ -124,13 +131,17 @@ pub enum StartError {
     Client(#[from] client::ClientError),
     #[error("registering metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    #[error(transparent)]
+    Shards(#[from] crate::shards::BadShardCount),
     #[error("binding the metrics endpoint {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
 
-/// A running standalone worker; dropping it stops it.
+/// A running worker; dropping it stops it.
 pub struct Worker {
     pub metrics_addr: SocketAddr,
+    /// Its shards: the protocol's steps are calls on this.
+    pub runtime: Arc<ShardRuntime>,
     tasks: JoinSet<()>,
 }
 
@@ -143,12 +154,33 @@ impl Worker {
 
 /// Starts the controllers for every shard.
 pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
-    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits).await?;
+    let user_agent = client::user_agent(&opts.worker_id);
+    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
     start_with_client(client, opts).await
 }
 
 /// Starts the controllers with a given client (tests use this with the sim cluster).
 pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Result<Worker, StartError> {
+    // Standalone holds every shard, Active: the same runtime the fleet's workers run.
+    let shards = ShardTable::all_active(ShardSpace::new(opts.shards)?);
+    start_on_shards(client, opts, shards, None).await
+}
+
+/// Starts the controllers on the shards `shards` holds — none for a fleet worker, which the
+/// protocol's steps then give shards to. `filtering` is probed from the server unless given.
+pub async fn start_on_shards(
+    client: kube::Client,
+    opts: WorkerOptions,
+    shards: ShardTable,
+    filtering: Option<ShardFiltering>,
+) -> Result<Worker, StartError> {
+    if shards.space().count() != opts.shards {
+        return Err(StartError::Shards(crate::shards::BadShardCount(shards.space().count())));
+    }
+    let filtering = match filtering {
+        Some(f) => f,
+        None => watch::probe(&client, &shards).await,
+    };
     let registry = Registry::new();
     let job_metrics = JobMetrics::register(&registry)?;
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
@@ -162,8 +194,8 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,
         ..JobConfig::default()
     };
-    let owns: crate::job::controller::Owns = Arc::new(|_: &str| true);
-    let jobs = JobController::new(client.clone(), config, job_metrics, events, queue, orphans, owns.clone());
+    let jobs =
+        JobController::new(client.clone(), config, job_metrics, events, queue, orphans, shards.clone());
     let (cron_events, record_cron_events) =
         EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT);
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
@@ -175,11 +207,11 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
         cron_events,
         jiff::tz::TimeZone::UTC,
         opts.clock.clone(),
-        owns.clone(),
+        shards.clone(),
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
-    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, owns)?;
-    let mut job_handlers: Vec<Arc<crate::informer::JobHandler>> = Vec::new();
+    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards.clone())?;
+    let mut handlers = Handlers::default();
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
@@ -188,23 +220,28 @@ pub async fn start_with_client(client: kube::Client, opts: WorkerOptions) -> Res
     tasks.spawn(record_events);
     tasks.spawn(record_cron_events);
     if opts.controllers.job {
-        job_handlers.push(jobs.clone());
+        handlers.jobs.push(jobs.clone());
+        handlers.pods.push(jobs.clone());
         tasks.spawn(jobs.run(opts.concurrent_job_syncs));
     }
     if opts.controllers.cronjob {
-        job_handlers.push(cronjobs.clone());
+        handlers.jobs.push(cronjobs.clone());
+        handlers.cronjobs.push(cronjobs.clone());
         tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
     }
     if opts.controllers.ttl_after_finished {
-        job_handlers.push(ttl.clone());
+        handlers.jobs.push(ttl.clone());
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     }
-    tasks.spawn(crate::informer::run(
-        kube::Api::<k8s_openapi::api::batch::v1::Job>::all(client),
-        job_handlers,
-    ));
-    tracing::info!(%metrics_addr, managed_by = %opts.job_managed_by, "standalone worker running every shard");
-    Ok(Worker { metrics_addr, tasks })
+    let runtime = Arc::new(ShardRuntime::start(client, shards, filtering, handlers));
+    tracing::info!(
+        %metrics_addr,
+        managed_by = %opts.job_managed_by,
+        shards = runtime.table().held().len(),
+        ?filtering,
+        "worker running"
+    );
+    Ok(Worker { metrics_addr, runtime, tasks })
 }
 
 #[cfg(test)]

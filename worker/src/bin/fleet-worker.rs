@@ -52,9 +52,22 @@ struct Args {
     /// Where to serve /metrics and /healthz.
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
-    /// This worker's identity (default: the host name).
+    /// This worker's identity (default: the host name); it names the worker in the User-Agent
+    /// of every API request: `fleet-worker/VERSION (ID)`.
     #[arg(long, env = "FLEET_WORKER_ID")]
     worker_id: Option<String>,
+    /// S, the number of shards the key space is cut into (a power of two); standalone owns all.
+    #[arg(long, default_value_t = 256)]
+    shards: u32,
+}
+
+/// The host name, as `hostname` prints it.
+fn host_name() -> Option<String> {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 fn main() -> ExitCode {
@@ -91,10 +104,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
-    let worker_id = args
-        .worker_id
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "fleet-worker".to_string());
+    let worker_id = args.worker_id.or_else(host_name).unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
         client_limits: ClientLimits {
@@ -109,6 +119,7 @@ fn main() -> ExitCode {
         metrics_addr: args.metrics_addr,
         worker_id,
         controllers,
+        shards: args.shards,
         ..WorkerOptions::default()
     };
     let runtime = match tokio::runtime::Runtime::new() {

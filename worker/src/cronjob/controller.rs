@@ -17,8 +17,10 @@ use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
 use crate::informer::{RecentlyDeleted, is_newer};
 use crate::job::cache::ObjectKey;
-use crate::job::controller::Owns;
+use crate::runtime::reconcile::{self, Verdict};
+use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
+use crate::runtime::write::{Fence, WriteError};
 
 pub struct CronJobController {
     client: kube::Client,
@@ -30,7 +32,7 @@ pub struct CronJobController {
     skew: Histogram,
     local_zone: jiff::tz::TimeZone,
     clock: Arc<dyn Clock>,
-    owns: Owns,
+    shards: ShardTable,
     /// (CronJobs listed, Jobs listed): workers start once both are.
     synced: tokio::sync::watch::Sender<(bool, bool)>,
     /// Jobs and CronJobs the watch reported deleted: write responses must not revive them.
@@ -62,6 +64,13 @@ fn api_error(e: kube::Error) -> ApiError {
     ApiError::new(kind, api_errors::message(&e))
 }
 
+fn write_error(e: WriteError) -> ApiError {
+    match e {
+        WriteError::Api(e) => api_error(e),
+        fenced @ WriteError::Fenced(_) => ApiError::new(ApiErrorKind::Other, fenced.message()),
+    }
+}
+
 impl CronJobController {
     pub fn new(
         client: kube::Client,
@@ -70,7 +79,7 @@ impl CronJobController {
         events: EventSink,
         local_zone: jiff::tz::TimeZone,
         clock: Arc<dyn Clock>,
-        owns: Owns,
+        shards: ShardTable,
     ) -> prometheus::Result<Arc<Self>> {
         let skew = Histogram::with_opts(
             HistogramOpts::new(
@@ -81,7 +90,7 @@ impl CronJobController {
             .buckets(core::CREATION_SKEW_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(skew.clone()))?;
-        Ok(Arc::new(Self {
+        let this = Arc::new(Self {
             client,
             cronjobs: RwLock::new(HashMap::new()),
             jobs: RwLock::new(HashMap::new()),
@@ -90,27 +99,56 @@ impl CronJobController {
             skew,
             local_zone,
             clock,
-            owns,
+            shards,
             synced: tokio::sync::watch::channel((false, false)).0,
             deleted: RecentlyDeleted::default(),
             creates_first: CreatesFirst::default(),
-        }))
+        });
+        // A shard that becomes Active here: sync its CronJobs, and no others.
+        let weak = Arc::downgrade(&this);
+        this.shards.on_activate(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            let keys: Vec<ObjectKey> = this.cronjobs.read().keys().cloned().collect();
+            for key in keys {
+                if this.shards.shard_of(&key.namespace) == shard {
+                    this.queue.add(key);
+                }
+            }
+        }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            this.cronjobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
+            this.jobs.write().retain(|ns, _| this.shards.shard_of(ns) != shard);
+        }));
+        Ok(this)
     }
 
     /// Runs the CronJob watch and `workers` concurrent syncs; Jobs arrive through
     /// [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let cronjobs: Arc<dyn crate::informer::Handler<CronJob>> = self.clone();
-        tasks.spawn(crate::informer::run(Api::<CronJob>::all(self.client.clone()), vec![cronjobs]));
-        for _ in 0..workers.max(1) {
-            let this = self.clone();
-            let mut synced = self.synced.subscribe();
-            tasks.spawn(async move {
+        let mut synced = self.synced.subscribe();
+        let this = self.clone();
+        tasks.spawn(reconcile::run(
+            "cronjob",
+            self.queue.clone(),
+            self.shards.clone(),
+            workers,
+            async move {
                 let _ = synced.wait_for(|(a, b)| *a && *b).await;
-                this.worker().await;
-            });
-        }
+            },
+            move |key: ObjectKey, epoch| {
+                let this = this.clone();
+                async move {
+                    match this.sync(&key, epoch).await {
+                        Outcome::RequeueAfter(d) => Verdict::RequeueAfter(this.real(d)),
+                        Outcome::Retry(e) => Verdict::Retry(e.to_string()),
+                        Outcome::Done => Verdict::Done,
+                    }
+                }
+            },
+        ));
         while tasks.join_next().await.is_some() {}
     }
 
@@ -123,28 +161,12 @@ impl CronJobController {
         self.clock.now().to_zoned(self.local_zone.clone())
     }
 
-    async fn worker(self: Arc<Self>) {
-        while let Some(key) = self.queue.get().await {
-            match self.sync(&key).await {
-                Outcome::RequeueAfter(d) => {
-                    self.queue.forget(&key);
-                    self.queue.add_after(key.clone(), self.real(d));
-                }
-                Outcome::Retry(e) => {
-                    tracing::info!(cronjob = %key, error = %e, "syncing CronJob failed; retrying with back-off");
-                    self.queue.add_rate_limited(key.clone());
-                }
-                Outcome::Done => self.queue.forget(&key),
-            }
-            self.queue.done(&key);
-        }
-    }
-
     /// Drives one sync through the core's steps.
-    async fn sync(&self, key: &ObjectKey) -> Outcome {
+    async fn sync(&self, key: &ObjectKey, epoch: Epoch) -> Outcome {
         let Some(cj) = self.cronjobs.read().get(key).cloned() else { return Outcome::Done };
         let jobs: Vec<Arc<Job>> =
             self.jobs.read().get(&key.namespace).map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
         let mut before_create = Some(self.creates_first.sync_started());
         let mut step = core::sync(&cj, jobs.iter().map(|j| &**j), &self.now());
         loop {
@@ -162,7 +184,13 @@ impl CronJobController {
                         propagation_policy: Some(PropagationPolicy::Background),
                         ..Default::default()
                     };
-                    let r = api.delete(&d.name, &dp).await.map(|_| ()).map_err(api_error);
+                    let r = fence
+                        .send(api.delete(&d.name, &dp), |a| {
+                            a.as_ref().left().and_then(|j| j.metadata.resource_version.as_deref())
+                        })
+                        .await
+                        .map(|_| ())
+                        .map_err(write_error);
                     d.answer(r)
                 }
                 Next::GetCronJob(g) => {
@@ -177,7 +205,11 @@ impl CronJobController {
                 }
                 Next::CreateJob(c) => {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
-                    let r = api.create(&PostParams::default(), &c.job).await.map(Arc::new).map_err(api_error);
+                    let r = fence
+                        .send_object(api.create(&PostParams::default(), &c.job))
+                        .await
+                        .map(Arc::new)
+                        .map_err(write_error);
                     drop(before_create.take());
                     if let Ok(created) = &r
                         && !self.deleted.contains(created.metadata.uid.as_deref())
@@ -192,13 +224,15 @@ impl CronJobController {
                     let ns = u.cronjob.metadata.namespace.clone().unwrap_or_default();
                     let name = u.cronjob.metadata.name.clone().unwrap_or_default();
                     let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);
-                    let r = api.replace_status(&name, &PostParams::default(), &u.cronjob).await;
+                    let r = fence
+                        .send_object(api.replace_status(&name, &PostParams::default(), &u.cronjob))
+                        .await;
                     if let Ok(written) = &r
                         && !self.deleted.contains(written.metadata.uid.as_deref())
                     {
                         self.cache_cronjob(Arc::new(written.clone()));
                     }
-                    u.answer(r.map(|_| ()).map_err(api_error))
+                    u.answer(r.map(|_| ()).map_err(write_error))
                 }
             };
         }
@@ -243,7 +277,7 @@ impl CronJobController {
 impl crate::informer::Handler<Job> for CronJobController {
     fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
-        if !(self.owns)(&key.namespace) {
+        if !self.shards.caches(&key.namespace) {
             return;
         }
         // The echo of a Job this controller created: the sync that created it already saw it.
@@ -278,7 +312,7 @@ impl crate::informer::Handler<Job> for CronJobController {
 impl crate::informer::Handler<CronJob> for CronJobController {
     fn applied(&self, _old: Option<&Arc<CronJob>>, cj: &Arc<CronJob>) {
         let key = ObjectKey::of(&cj.metadata);
-        if !(self.owns)(&key.namespace) {
+        if !self.shards.caches(&key.namespace) {
             return;
         }
         // The cache, not the informer, holds the previous version: our own status writes land

@@ -20,11 +20,12 @@ use super::core::{
 };
 use super::metrics::JobMetrics;
 use crate::events::{EventSink, PendingEvent};
+use crate::informer::is_newer;
 use crate::runtime::expectations::{Expectations, UidExpectations};
+use crate::runtime::reconcile::{self, Verdict};
+use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
-
-/// Which namespaces this worker acts in (its shards).
-pub type Owns = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+use crate::runtime::write::{Fence, WriteError};
 
 pub struct JobController {
     client: kube::Client,
@@ -41,7 +42,7 @@ pub struct JobController {
     config: Config,
     metrics: JobMetrics,
     events: EventSink,
-    owns: Owns,
+    shards: ShardTable,
 }
 
 fn has_tracking_finalizer(pod: &Pod) -> bool {
@@ -56,9 +57,9 @@ impl JobController {
         events: EventSink,
         queue: WorkQueue<ObjectKey>,
         orphans: WorkQueue<ObjectKey>,
-        owns: Owns,
+        shards: ShardTable,
     ) -> Arc<Self> {
-        Arc::new(Self {
+        let this = Arc::new(Self {
             client,
             synced: tokio::sync::watch::channel((false, false)).0,
             cache: Arc::new(Cache::default()),
@@ -71,30 +72,97 @@ impl JobController {
             config,
             metrics,
             events,
-            owns,
-        })
+            shards,
+        });
+        // A shard that becomes Active here: queue its Jobs and orphan pods, and no others.
+        let weak = Arc::downgrade(&this);
+        this.shards.on_activate(Arc::new(move |shard| {
+            if let Some(this) = weak.upgrade() {
+                this.enqueue_shard(shard);
+            }
+        }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            if let Some(this) = weak.upgrade() {
+                this.forget_shard(shard);
+            }
+        }));
+        this
+    }
+
+    /// Empties the caches of a dropped shard's Jobs and pods.
+    fn forget_shard(&self, shard: u32) {
+        for key in self.cache.job_keys() {
+            if self.shards.shard_of(&key.namespace) == shard {
+                self.cache.remove_job(&key);
+                self.creations.forget(&key);
+                self.deletions.forget(&key);
+                self.finalizers.forget(&key);
+                self.backoff.lock().remove(&key);
+            }
+        }
+        for key in self.cache.pod_keys() {
+            if self.shards.shard_of(&key.namespace) == shard {
+                self.cache.remove_pod(&key);
+            }
+        }
+    }
+
+    fn enqueue_shard(&self, shard: u32) {
+        for key in self.cache.job_keys() {
+            if self.shards.shard_of(&key.namespace) == shard {
+                self.queue.add(key);
+            }
+        }
+        for pod in self.cache.pod_keys().into_iter().filter_map(|k| self.cache.pod(&k)) {
+            if has_tracking_finalizer(&pod)
+                && self.job_key_of(&pod).is_none()
+                && self.shards.shard_of(pod.metadata.namespace.as_deref().unwrap_or_default()) == shard
+            {
+                self.orphans.add(ObjectKey::of(&pod.metadata));
+            }
+        }
     }
 
     /// Runs the pod watch and `workers` concurrent syncs until the task is dropped; Jobs arrive
     /// through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let pods: Arc<dyn crate::informer::Handler<Pod>> = self.clone();
-        tasks.spawn(crate::informer::run(Api::<Pod>::all(self.client.clone()), vec![pods]));
-        for _ in 0..workers.max(1) {
-            tasks.spawn(self.clone().sync_worker());
-        }
-        tasks.spawn(self.clone().orphan_worker());
-        tasks.spawn({
-            let queue = self.queue.clone();
-            async move {
-                let mut tick = tokio::time::interval(Duration::from_secs(1));
-                loop {
-                    tick.tick().await;
-                    queue.update_unfinished_work();
+        let this = self.clone();
+        tasks.spawn(reconcile::run(
+            "job",
+            self.queue.clone(),
+            self.shards.clone(),
+            workers,
+            self.clone().caches_synced_owned(),
+            move |key: ObjectKey, epoch| {
+                let this = this.clone();
+                async move {
+                    match this.sync(&key, epoch).await {
+                        Ok(Some(after)) => Verdict::RequeueAfter(after),
+                        Ok(None) => Verdict::Done,
+                        Err(e) => Verdict::Retry(e.to_string()),
+                    }
                 }
-            }
-        });
+            },
+        ));
+        let this = self.clone();
+        tasks.spawn(reconcile::run(
+            "job_orphan_pod",
+            self.orphans.clone(),
+            self.shards.clone(),
+            1,
+            self.clone().caches_synced_owned(),
+            move |key: ObjectKey, epoch| {
+                let this = this.clone();
+                async move {
+                    match this.sync_orphan(&key, epoch).await {
+                        Ok(()) => Verdict::Done,
+                        Err(e) => Verdict::Retry(e.to_string()),
+                    }
+                }
+            },
+        ));
         while let Some(r) = tasks.join_next().await {
             if let Err(e) = r
                 && e.is_panic()
@@ -108,7 +176,7 @@ impl JobController {
 
     fn on_job(&self, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
-        if !(self.owns)(&key.namespace) {
+        if !self.shards.caches(&key.namespace) {
             self.cache.remove_job(&key);
             return;
         }
@@ -148,7 +216,7 @@ impl JobController {
 
     fn on_pod(&self, pod: &Arc<Pod>) {
         let key = ObjectKey::of(&pod.metadata);
-        if !(self.owns)(&key.namespace) {
+        if !self.shards.caches(&key.namespace) {
             self.cache.remove_pod(&key);
             return;
         }
@@ -192,41 +260,12 @@ impl JobController {
         let _ = rx.wait_for(|(jobs, pods)| *jobs && *pods).await;
     }
 
-    async fn sync_worker(self: Arc<Self>) {
+    async fn caches_synced_owned(self: Arc<Self>) {
         self.caches_synced().await;
-        while let Some(key) = self.queue.get().await {
-            match self.sync(&key).await {
-                Ok(requeue) => {
-                    self.queue.forget(&key);
-                    if let Some(after) = requeue {
-                        self.queue.add_after(key.clone(), after);
-                    }
-                }
-                Err(e) => {
-                    tracing::info!(job = %key, error = %e, "syncing Job failed; retrying with back-off");
-                    self.queue.add_rate_limited(key.clone());
-                }
-            }
-            self.queue.done(&key);
-        }
-    }
-
-    async fn orphan_worker(self: Arc<Self>) {
-        self.caches_synced().await;
-        while let Some(key) = self.orphans.get().await {
-            match self.sync_orphan(&key).await {
-                Ok(()) => self.orphans.forget(&key),
-                Err(e) => {
-                    tracing::info!(pod = %key, error = %e, "removing an orphan pod's finalizer failed; retrying");
-                    self.orphans.add_rate_limited(key.clone());
-                }
-            }
-            self.orphans.done(&key);
-        }
     }
 
     /// Removes the tracking finalizer from a pod whose Job is gone or finished.
-    async fn sync_orphan(&self, key: &ObjectKey) -> Result<(), kube::Error> {
+    async fn sync_orphan(&self, key: &ObjectKey, epoch: Epoch) -> Result<(), SyncFailure> {
         let Some(pod) = self.cache.pod(key) else { return Ok(()) };
         let mut owner = controlling_job_uid(&pod).and_then(|uid| self.cache.job_by_uid(uid));
         if owner.is_none()
@@ -243,7 +282,8 @@ impl JobController {
             let jobs: Api<Job> = Api::namespaced(self.client.clone(), &key.namespace);
             owner = jobs
                 .get_opt(&r.name)
-                .await?
+                .await
+                .map_err(|e| SyncFailure::Write(e.into()))?
                 .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
                 .map(Arc::new);
         }
@@ -251,22 +291,17 @@ impl JobController {
             return Ok(());
         }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
-        match api
-            .patch(
-                &key.name,
-                &PatchParams::default(),
-                &Patch::Strategic(core::remove_tracking_finalizer_patch()),
-            )
-            .await
-        {
+        let fence = self.fence(&key.namespace, epoch);
+        let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
+        match fence.send_object(api.patch(&key.name, &PatchParams::default(), &patch)).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(e),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(SyncFailure::Write(e)),
         }
     }
 
     /// One sync of one Job; returns when to sync it again.
-    async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, SyncFailure> {
+    async fn sync(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, SyncFailure> {
         let started = Instant::now();
         let Some(job) = self.cache.job(key) else {
             self.creations.forget(key);
@@ -296,23 +331,24 @@ impl JobController {
             }
             JobPlan::Sync(plan) => plan,
         };
-        let results = self.run_pod_ops(key, &plan.pod_ops).await;
+        let fence = self.fence(&key.namespace, epoch);
+        let results = self.run_pod_ops(key, &fence, &plan.pod_ops).await;
         let status_plan = plan.after_pod_ops(&results);
         self.publish(&job, status_plan.events.clone());
         status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
         let mut latest: Arc<Job> = job.clone();
         let outcome = async {
             if let Some(status) = &status_plan.interim_status {
-                latest = Arc::new(self.write_status(&latest, status.clone()).await?);
+                latest = Arc::new(self.write_status(&fence, &latest, status.clone()).await?);
             }
             if let Some(record) = &status_plan.backoff_record {
                 self.backoff.lock().insert(key.clone(), record.clone());
             }
             status_plan.metrics_after_interim.iter().for_each(|m| self.metrics.record(m));
-            let removals = self.remove_finalizers(key, &status_plan.remove_finalizers).await;
+            let removals = self.remove_finalizers(key, &fence, &status_plan.remove_finalizers).await;
             let final_plan = status_plan.after_finalizer_removals(&removals);
             if let Some(status) = &final_plan.status {
-                latest = Arc::new(self.write_status(&latest, status.clone()).await?);
+                latest = Arc::new(self.write_status(&fence, &latest, status.clone()).await?);
             }
             self.publish(&job, final_plan.events.clone());
             final_plan.metrics.iter().for_each(|m| self.metrics.record(m));
@@ -332,8 +368,13 @@ impl JobController {
         outcome.map(|()| plan.requeue_after)
     }
 
+    fn fence(&self, namespace: &str, epoch: Epoch) -> Fence {
+        Fence::new(self.shards.clone(), namespace, epoch)
+    }
+
     async fn write_status(
         &self,
+        fence: &Fence,
         job: &Job,
         status: k8s_openapi::api::batch::v1::JobStatus,
     ) -> Result<Job, SyncFailure> {
@@ -342,30 +383,38 @@ impl JobController {
         let ns = job.metadata.namespace.clone().unwrap_or_default();
         let name = job.metadata.name.clone().unwrap_or_default();
         let api: Api<Job> = Api::namespaced(self.client.clone(), &ns);
-        let written =
-            api.replace_status(&name, &PostParams::default(), &updated).await.map_err(SyncFailure::Api)?;
-        // Our own write: keep the cache ahead of the watch so the next sync builds on it.
-        self.cache.put_job(Arc::new(written.clone()));
+        let written = fence
+            .send_object(api.replace_status(&name, &PostParams::default(), &updated))
+            .await
+            .map_err(SyncFailure::Write)?;
+        // Our own write: keep the cache ahead of the watch so the next sync builds on it, unless
+        // the watch has already brought a later version (a late answer must not roll it back).
+        let key = ObjectKey::of(&written.metadata);
+        if self.cache.job(&key).is_none_or(|cached| is_newer(&cached.metadata, &written.metadata)) {
+            self.cache.put_job(Arc::new(written.clone()));
+        }
         Ok(written)
     }
 
-    async fn run_pod_ops(&self, key: &ObjectKey, ops: &PodOps) -> PodOpResults {
+    async fn run_pod_ops(&self, key: &ObjectKey, fence: &Fence, ops: &PodOps) -> PodOpResults {
         let ns = key.namespace.clone();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         match ops {
             PodOps::None => PodOpResults::None,
             PodOps::DeleteActive(refs) => {
                 self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
-                let outcomes =
-                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, &pods, r, false)))
-                        .await;
+                let outcomes = futures::future::join_all(
+                    refs.iter().map(|r| self.delete_pod(key, fence, &pods, r, false)),
+                )
+                .await;
                 PodOpResults::Deletes(outcomes)
             }
             PodOps::RemoveFinalizerAndDelete(refs) => {
                 self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
-                let outcomes =
-                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, &pods, r, true)))
-                        .await;
+                let outcomes = futures::future::join_all(
+                    refs.iter().map(|r| self.delete_pod(key, fence, &pods, r, true)),
+                )
+                .await;
                 PodOpResults::Deletes(outcomes)
             }
             PodOps::Create(plan) => {
@@ -374,16 +423,14 @@ impl JobController {
                 let pp = PostParams::default();
                 for batch in &plan.batches {
                     let results = futures::future::join_all(
-                        plan.pods[batch.clone()].iter().map(|p| pods.create(&pp, p)),
+                        plan.pods[batch.clone()].iter().map(|p| fence.send_object(pods.create(&pp, p))),
                     )
                     .await;
                     let mut failed = false;
                     for (i, r) in batch.clone().zip(results) {
                         outcomes[i] = match r {
                             Ok(created) => CreateOutcome::Created(created.metadata.name.unwrap_or_default()),
-                            Err(kube::Error::Api(s))
-                                if s.code == 403 && s.message.contains("being terminated") =>
-                            {
+                            Err(e) if e.is_namespace_terminating() => {
                                 self.creations.creation_observed(key);
                                 CreateOutcome::NamespaceTerminating
                             }
@@ -408,21 +455,16 @@ impl JobController {
     async fn delete_pod(
         &self,
         key: &ObjectKey,
+        fence: &Fence,
         api: &Api<Pod>,
         r: &PodRef,
         remove_finalizer_first: bool,
     ) -> DeleteOutcome {
         if remove_finalizer_first {
-            match api
-                .patch(
-                    &r.name,
-                    &PatchParams::default(),
-                    &Patch::Strategic(core::remove_tracking_finalizer_patch()),
-                )
-                .await
-            {
+            let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
+            match fence.send_object(api.patch(&r.name, &PatchParams::default(), &patch)).await {
                 Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {
+                Err(e) if e.is_not_found() => {
                     self.deletions.observed(key, &r.uid);
                     return DeleteOutcome::PatchNotFound;
                 }
@@ -432,9 +474,14 @@ impl JobController {
                 }
             }
         }
-        match api.delete(&r.name, &DeleteParams::default()).await {
+        let dp = DeleteParams::default();
+        let delete = api.delete(&r.name, &dp);
+        match fence
+            .send(delete, |a| a.as_ref().left().and_then(|p| p.metadata.resource_version.as_deref()))
+            .await
+        {
             Ok(_) => DeleteOutcome::Deleted,
-            Err(kube::Error::Api(s)) if s.code == 404 => {
+            Err(e) if e.is_not_found() => {
                 self.deletions.observed(key, &r.uid);
                 DeleteOutcome::DeleteNotFound
             }
@@ -445,7 +492,12 @@ impl JobController {
         }
     }
 
-    async fn remove_finalizers(&self, key: &ObjectKey, pods: &[PodRef]) -> Vec<FinalizerRemoval> {
+    async fn remove_finalizers(
+        &self,
+        key: &ObjectKey,
+        fence: &Fence,
+        pods: &[PodRef],
+    ) -> Vec<FinalizerRemoval> {
         if pods.is_empty() {
             return Vec::new();
         }
@@ -456,9 +508,9 @@ impl JobController {
             let api = api.clone();
             let patch = &patch;
             async move {
-                match api.patch(&p.name, &PatchParams::default(), patch).await {
+                match fence.send_object(api.patch(&p.name, &PatchParams::default(), patch)).await {
                     Ok(_) => FinalizerRemoval::Removed,
-                    Err(kube::Error::Api(s)) if s.code == 404 => {
+                    Err(e) if e.is_not_found() => {
                         self.finalizers.observed(key, &p.uid);
                         FinalizerRemoval::NotFound
                     }
@@ -481,8 +533,8 @@ impl JobController {
 
 #[derive(Debug, thiserror::Error)]
 enum SyncFailure {
-    #[error("{0}")]
-    Api(kube::Error),
+    #[error(transparent)]
+    Write(WriteError),
     #[error("{0}")]
     Plan(String),
 }

@@ -22,9 +22,11 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// Saturates at `max`: `base · 2^failures` is computed without overflowing however many
+    /// failures there were (a float product would panic past `Duration::MAX`).
     pub fn delay(&self, failures: u32) -> Duration {
-        let factor = 2f64.powi(failures.min(62) as i32);
-        self.base.mul_f64(factor).min(self.max)
+        let factor = 1u32.checked_shl(failures).filter(|_| failures < 32);
+        factor.and_then(|f| self.base.checked_mul(f)).map_or(self.max, |d| d.min(self.max))
     }
 }
 
@@ -405,6 +407,17 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(1), "the earliest of 1s and 2s");
         q.forget(&key);
         assert_eq!(q.num_requeues(&key), 0);
+    }
+
+    #[test]
+    fn the_back_off_saturates_at_its_cap_however_many_failures() {
+        let b = Backoff { base: Duration::from_secs(4), max: Duration::from_secs(600) };
+        for failures in [10, 31, 32, 62, 63, 64, 1000, u32::MAX] {
+            assert_eq!(b.delay(failures), Duration::from_secs(600), "{failures} failures");
+        }
+        assert_eq!(b.delay(2), Duration::from_secs(16));
+        let huge = Backoff { base: Duration::MAX, max: Duration::from_secs(1) };
+        assert_eq!(huge.delay(1), Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]

@@ -14,14 +14,17 @@ use prometheus::{Histogram, HistogramOpts, Registry};
 use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
 use crate::api_errors;
 use crate::job::cache::ObjectKey;
+use crate::runtime::reconcile::{self, Verdict};
+use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
+use crate::runtime::write::{Fence, WriteError};
 
 pub struct TtlController {
     client: kube::Client,
     jobs: RwLock<HashMap<ObjectKey, Arc<Job>>>,
     queue: WorkQueue<ObjectKey>,
     deletion_duration: Histogram,
-    owns: crate::job::controller::Owns,
+    shards: ShardTable,
     synced: tokio::sync::watch::Sender<bool>,
 }
 
@@ -30,7 +33,7 @@ impl TtlController {
         client: kube::Client,
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
-        owns: crate::job::controller::Owns,
+        shards: ShardTable,
     ) -> prometheus::Result<Arc<Self>> {
         let deletion_duration = Histogram::with_opts(
             HistogramOpts::new(
@@ -41,49 +44,62 @@ impl TtlController {
             .buckets(DELETION_DURATION_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(deletion_duration.clone()))?;
-        Ok(Arc::new(Self {
+        let this = Arc::new(Self {
             client,
             jobs: RwLock::new(HashMap::new()),
             queue,
             deletion_duration,
-            owns,
+            shards,
             synced: tokio::sync::watch::channel(false).0,
-        }))
+        });
+        // A shard that becomes Active here: look again at its finished Jobs, and no others.
+        let weak = Arc::downgrade(&this);
+        this.shards.on_activate(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            let jobs: Vec<(ObjectKey, Arc<Job>)> =
+                this.jobs.read().iter().map(|(k, j)| (k.clone(), j.clone())).collect();
+            for (key, job) in jobs {
+                if this.shards.shard_of(&key.namespace) == shard && core::needs_cleanup(&job) {
+                    this.queue.add(key);
+                }
+            }
+        }));
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            this.jobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
+        }));
+        Ok(this)
     }
 
     /// Runs `workers` concurrent cleanups; Jobs arrive through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
-        let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..workers.max(1) {
-            let this = self.clone();
-            let mut synced = self.synced.subscribe();
-            tasks.spawn(async move {
+        let mut synced = self.synced.subscribe();
+        let this = self.clone();
+        reconcile::run(
+            "ttl_jobs_to_delete",
+            self.queue.clone(),
+            self.shards.clone(),
+            workers,
+            async move {
                 let _ = synced.wait_for(|s| *s).await;
-                this.worker().await;
-            });
-        }
-        while tasks.join_next().await.is_some() {}
-    }
-
-    async fn worker(self: Arc<Self>) {
-        while let Some(key) = self.queue.get().await {
-            match self.process(&key).await {
-                Ok(Some(after)) => {
-                    self.queue.forget(&key);
-                    self.queue.add_after(key.clone(), after);
+            },
+            move |key: ObjectKey, epoch| {
+                let this = this.clone();
+                async move {
+                    match this.process(&key, epoch).await {
+                        Ok(Some(after)) => Verdict::RequeueAfter(after),
+                        Ok(None) => Verdict::Done,
+                        Err(e) => Verdict::Retry(e.to_string()),
+                    }
                 }
-                Ok(None) => self.queue.forget(&key),
-                Err(e) => {
-                    tracing::info!(job = %key, error = %e, "TTL cleanup failed; retrying");
-                    self.queue.add_rate_limited(key.clone());
-                }
-            }
-            self.queue.done(&key);
-        }
+            },
+        )
+        .await;
     }
 
     /// Upstream's `processJob`: returns when to look again, if ever.
-    async fn process(&self, key: &ObjectKey) -> Result<Option<Duration>, ProcessError> {
+    async fn process(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, ProcessError> {
         let Some(cached) = self.jobs.read().get(key).cloned() else { return Ok(None) };
         let now = jiff::Timestamp::now();
         match core::decide(&cached, now)? {
@@ -117,11 +133,17 @@ impl TtlController {
             }),
             ..DeleteParams::default()
         };
-        match api.delete(&key.name, &dp).await {
+        let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
+        let deleted = fence
+            .send(api.delete(&key.name, &dp), |a| {
+                a.as_ref().left().and_then(|j| j.metadata.resource_version.as_deref())
+            })
+            .await;
+        match deleted {
             Ok(_) => {}
             // Someone else deleted it first: the cleanup is done.
-            Err(e) if api_errors::is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(ProcessError::Api(e)),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(ProcessError::Write(e)),
         }
         self.deletion_duration
             .observe(core::deletion_duration_seconds(delete.expired_at, jiff::Timestamp::now()));
@@ -135,12 +157,14 @@ enum ProcessError {
     Ttl(#[from] core::TtlError),
     #[error(transparent)]
     Api(kube::Error),
+    #[error(transparent)]
+    Write(WriteError),
 }
 
 impl crate::informer::Handler<Job> for TtlController {
     fn applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
         let key = ObjectKey::of(&job.metadata);
-        if !(self.owns)(&key.namespace) {
+        if !self.shards.caches(&key.namespace) {
             self.jobs.write().remove(&key);
             return;
         }

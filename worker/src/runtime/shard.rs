@@ -1,0 +1,499 @@
+//! Per-shard ownership state: which shards this worker holds, in which phase of the hand-over
+//! (Preparing, Active, Revoking), under which epoch, and the highest resourceVersions it has
+//! written and seen for each. Asked when a watch event arrives, when a key is taken from a
+//! queue, and before every write.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::shards::ShardSpace;
+
+/// An assignment's epoch: only grows per shard.
+pub type Epoch = u64;
+
+/// Where a held shard is in the ownership protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardPhase {
+    /// Watches run and caches fill; nothing is acted on or written.
+    Preparing,
+    /// Reconciles and writes run.
+    Active,
+    /// No new work is taken; in-flight reconciles finish, and may still write.
+    Revoking,
+}
+
+/// What the table knows about one held shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardStatus {
+    pub phase: ShardPhase,
+    pub epoch: Epoch,
+    /// The highest resourceVersion a write of this shard's owner got back.
+    pub written_rv: u64,
+    /// The highest resourceVersion this worker's watches have seen for the shard (bookmarks too).
+    pub seen_rv: u64,
+    /// Reconciles started for the shard: its load, for placement.
+    pub reconciles: u64,
+    /// The watch that feeds the shard's caches.
+    pub feeder: Option<u64>,
+    /// Writes sent for the shard in this tenure.
+    pub writes: u64,
+    /// When the last write of this tenure was answered.
+    pub last_write_at: Option<std::time::Instant>,
+}
+
+/// A refused step of the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("shard {shard} is at epoch {current}; epoch {requested} is stale")]
+    StaleEpoch { shard: u32, current: Epoch, requested: Epoch },
+    #[error("shard {shard} is not held by this worker")]
+    NotHeld { shard: u32 },
+    #[error("shard {shard} is {phase:?}, not {expected:?}")]
+    WrongPhase { shard: u32, phase: ShardPhase, expected: ShardPhase },
+    #[error("shard {shard} is outside the {count} shards of this fleet")]
+    OutOfRange { shard: u32, count: u32 },
+}
+
+/// Why a write was not sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fenced {
+    #[error("namespace {namespace}: shard {shard} is no longer held at epoch {epoch}")]
+    StaleEpoch { namespace: String, shard: u32, epoch: Epoch },
+}
+
+/// The shard table of one worker. Cheap to clone; clones share the table.
+#[derive(Clone)]
+pub struct ShardTable {
+    space: ShardSpace,
+    shards: Arc<RwLock<BTreeMap<u32, ShardStatus>>>,
+    /// Highest epoch ever assigned per shard, kept after a drop so an epoch never goes back.
+    epochs: Arc<RwLock<BTreeMap<u32, Epoch>>>,
+    stale_writes: Arc<AtomicU64>,
+    /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Reconciles running per shard; REVOKE waits for its shard's to reach zero.
+    in_flight: Arc<Mutex<BTreeMap<u32, usize>>>,
+    idle: Arc<tokio::sync::Notify>,
+    /// Called with a shard that became Active, so controllers queue that shard's keys (only).
+    on_activate: Arc<RwLock<Vec<ActivateHook>>>,
+    /// Called with a shard that was dropped, so controllers empty its caches.
+    on_drop: Arc<RwLock<Vec<ActivateHook>>>,
+}
+
+/// What a controller does when one shard becomes Active.
+pub type ActivateHook = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// A reconcile in flight for one shard; dropping it ends it.
+pub struct InFlight {
+    table: ShardTable,
+    shard: u32,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut counts = self.table.in_flight.lock();
+        if let Some(n) = counts.get_mut(&self.shard) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.shard);
+                self.table.idle.notify_waiters();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ShardTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardTable")
+            .field("space", &self.space)
+            .field("shards", &*self.shards.read())
+            .finish()
+    }
+}
+
+impl ShardTable {
+    pub fn new(space: ShardSpace) -> Self {
+        Self {
+            space,
+            shards: Arc::default(),
+            epochs: Arc::default(),
+            stale_writes: Arc::default(),
+            changes: Arc::new(tokio::sync::watch::channel(0).0),
+            in_flight: Arc::default(),
+            idle: Arc::default(),
+            on_activate: Arc::default(),
+            on_drop: Arc::default(),
+        }
+    }
+
+    /// A table holding every shard of `space`, Active at epoch 1: `--standalone`.
+    pub fn all_active(space: ShardSpace) -> Self {
+        let table = Self::new(space);
+        for shard in 0..space.count() {
+            let status = ShardStatus {
+                phase: ShardPhase::Active,
+                epoch: 1,
+                written_rv: 0,
+                seen_rv: 0,
+                reconciles: 0,
+                feeder: Some(0),
+                writes: 0,
+                last_write_at: None,
+            };
+            table.shards.write().insert(shard, status);
+            table.epochs.write().insert(shard, 1);
+        }
+        table
+    }
+
+    pub fn space(&self) -> ShardSpace {
+        self.space
+    }
+
+    pub fn shard_of(&self, namespace: &str) -> u32 {
+        self.space.shard_of(namespace)
+    }
+
+    pub fn status(&self, shard: u32) -> Option<ShardStatus> {
+        self.shards.read().get(&shard).copied()
+    }
+
+    /// The shards held in any phase: what the watches must cover.
+    pub fn held(&self) -> BTreeSet<u32> {
+        self.shards.read().keys().copied().collect()
+    }
+
+    /// Whether objects of `namespace` belong in this worker's caches (any phase).
+    pub fn caches(&self, namespace: &str) -> bool {
+        self.shards.read().contains_key(&self.shard_of(namespace))
+    }
+
+    /// The epoch under which work for `namespace` may start now: only while Active.
+    pub fn acts_in(&self, namespace: &str) -> Option<Epoch> {
+        self.shards
+            .read()
+            .get(&self.shard_of(namespace))
+            .filter(|s| s.phase == ShardPhase::Active)
+            .map(|s| s.epoch)
+    }
+
+    /// Starts a reconcile of `namespace` if its shard is Active: the epoch it runs under, and
+    /// the hold REVOKE waits for.
+    pub fn begin(&self, namespace: &str) -> Option<(Epoch, InFlight)> {
+        let shard = self.shard_of(namespace);
+        let mut table = self.shards.write();
+        let s = table.get_mut(&shard).filter(|s| s.phase == ShardPhase::Active)?;
+        s.reconciles += 1;
+        let epoch = s.epoch;
+        // Counted under the table's lock, so a REVOKE that saw the shard Active waits for it.
+        *self.in_flight.lock().entry(shard).or_default() += 1;
+        drop(table);
+        Some((epoch, InFlight { table: self.clone(), shard }))
+    }
+
+    /// Waits until no reconcile of `shard` is in flight.
+    pub async fn wait_idle(&self, shard: u32) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self.in_flight.lock().contains_key(&shard) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// The watch that feeds `shard`'s caches, if it is held.
+    pub fn feeder(&self, shard: u32) -> Option<u64> {
+        self.shards.read().get(&shard).and_then(|s| s.feeder)
+    }
+
+    /// Makes watch `id` the one that feeds `shard`'s caches.
+    pub fn set_feeder(&self, shard: u32, id: u64) {
+        if let Some(s) = self.shards.write().get_mut(&shard) {
+            s.feeder = Some(id);
+        }
+    }
+
+    /// Registers what to do when a shard is dropped.
+    pub fn on_drop(&self, hook: ActivateHook) {
+        self.on_drop.write().push(hook);
+    }
+
+    /// Registers what to do when a shard becomes Active.
+    pub fn on_activate(&self, hook: ActivateHook) {
+        self.on_activate.write().push(hook);
+    }
+
+    /// Checks a write for `namespace` begun under `epoch`: allowed while the shard is Active or
+    /// Revoking (in-flight reconciles finish) at that same epoch. A refusal is counted.
+    pub fn check_write(&self, namespace: &str, epoch: Epoch) -> Result<(), Fenced> {
+        let shard = self.shard_of(namespace);
+        if let Some(s) = self.shards.write().get_mut(&shard)
+            && s.epoch == epoch
+            && s.phase != ShardPhase::Preparing
+        {
+            s.writes += 1;
+            return Ok(());
+        }
+        self.stale_writes.fetch_add(1, Ordering::Relaxed);
+        Err(Fenced::StaleEpoch { namespace: namespace.to_string(), shard, epoch })
+    }
+
+    /// Writes refused because their epoch was stale.
+    pub fn stale_writes(&self) -> u64 {
+        self.stale_writes.load(Ordering::Relaxed)
+    }
+
+    /// Records the resourceVersion a write for `namespace` got back.
+    pub fn record_written(&self, namespace: &str, resource_version: Option<&str>) {
+        let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else { return };
+        if let Some(s) = self.shards.write().get_mut(&self.shard_of(namespace)) {
+            s.written_rv = s.written_rv.max(rv);
+            s.last_write_at = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Records a resourceVersion a watch delivered for `shards` (an object's, or a bookmark's,
+    /// which covers every shard the watch serves).
+    pub fn record_seen<'a>(&self, shards: impl IntoIterator<Item = &'a u32>, resource_version: Option<&str>) {
+        let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else { return };
+        let mut table = self.shards.write();
+        for shard in shards {
+            if let Some(s) = table.get_mut(shard) {
+                s.seen_rv = s.seen_rv.max(rv);
+            }
+        }
+    }
+
+    /// A receiver that changes whenever a shard changes phase.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    fn check_range(&self, shard: u32) -> Result<(), ShardError> {
+        if shard >= self.space.count() {
+            return Err(ShardError::OutOfRange { shard, count: self.space.count() });
+        }
+        Ok(())
+    }
+
+    /// PREPARE: hold `shard` at `epoch`, filling caches without acting.
+    pub fn prepare(&self, shard: u32, epoch: Epoch) -> Result<(), ShardError> {
+        self.check_range(shard)?;
+        let mut epochs = self.epochs.write();
+        let current = epochs.get(&shard).copied().unwrap_or(0);
+        if epoch <= current {
+            return Err(ShardError::StaleEpoch { shard, current, requested: epoch });
+        }
+        epochs.insert(shard, epoch);
+        let status = ShardStatus {
+            phase: ShardPhase::Preparing,
+            epoch,
+            written_rv: 0,
+            seen_rv: 0,
+            reconciles: 0,
+            feeder: None,
+            writes: 0,
+            last_write_at: None,
+        };
+        self.shards.write().insert(shard, status);
+        drop(epochs);
+        self.changed();
+        Ok(())
+    }
+
+    /// ACTIVATE: a Preparing shard at `epoch` starts acting. The caller has waited for its
+    /// caches to reflect the hand-over barrier.
+    pub fn activate(&self, shard: u32, epoch: Epoch) -> Result<(), ShardError> {
+        self.check_range(shard)?;
+        let mut table = self.shards.write();
+        let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
+        if s.epoch != epoch {
+            return Err(ShardError::StaleEpoch { shard, current: s.epoch, requested: epoch });
+        }
+        if s.phase != ShardPhase::Preparing {
+            return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Preparing });
+        }
+        s.phase = ShardPhase::Active;
+        drop(table);
+        self.changed();
+        let hooks = self.on_activate.read().clone();
+        for hook in hooks {
+            hook(shard);
+        }
+        Ok(())
+    }
+
+    /// REVOKE, whole: the shard stops taking work, its in-flight reconciles finish, and the
+    /// answer is the resourceVersion of its last write, the hand-over barrier.
+    pub async fn revoke_and_drain(&self, shard: u32) -> Result<u64, ShardError> {
+        self.revoke(shard)?;
+        self.wait_idle(shard).await;
+        Ok(self.status(shard).map_or(0, |s| s.written_rv))
+    }
+
+    /// REVOKE's first half: an Active shard stops taking work. Returns its epoch.
+    pub fn revoke(&self, shard: u32) -> Result<Epoch, ShardError> {
+        self.check_range(shard)?;
+        let mut table = self.shards.write();
+        let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
+        if s.phase == ShardPhase::Preparing {
+            return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
+        }
+        s.phase = ShardPhase::Revoking;
+        let epoch = s.epoch;
+        drop(table);
+        self.changed();
+        Ok(epoch)
+    }
+
+    /// DROP: forget the shard; any later write under its epoch is fenced. Returns what was held.
+    pub fn drop_shard(&self, shard: u32) -> Option<ShardStatus> {
+        let gone = self.shards.write().remove(&shard);
+        if gone.is_some() {
+            self.changed();
+            let hooks = self.on_drop.read().clone();
+            for hook in hooks {
+                hook(shard);
+            }
+        }
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> ShardTable {
+        ShardTable::new(ShardSpace::new(4).unwrap())
+    }
+
+    #[test]
+    fn a_preparing_shard_caches_but_never_acts_and_its_writes_are_fenced() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 3).unwrap();
+        assert!(t.caches(ns));
+        assert_eq!(t.acts_in(ns), None);
+        assert!(t.check_write(ns, 3).is_err());
+        t.activate(shard, 3).unwrap();
+        assert_eq!(t.acts_in(ns), Some(3));
+        assert_eq!(t.check_write(ns, 3), Ok(()));
+    }
+
+    #[test]
+    fn a_revoking_shard_takes_no_new_work_but_finishes_in_flight_writes() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.activate(shard, 1).unwrap();
+        assert_eq!(t.revoke(shard), Ok(1));
+        assert_eq!(t.acts_in(ns), None);
+        assert_eq!(t.check_write(ns, 1), Ok(()));
+        t.drop_shard(shard);
+        assert!(!t.caches(ns));
+        assert!(t.check_write(ns, 1).is_err());
+        assert_eq!(t.stale_writes(), 1, "the write after the drop was counted");
+    }
+
+    #[test]
+    fn epochs_only_grow_even_across_a_drop() {
+        let t = table();
+        t.prepare(2, 5).unwrap();
+        assert_eq!(t.prepare(2, 5), Err(ShardError::StaleEpoch { shard: 2, current: 5, requested: 5 }));
+        t.drop_shard(2);
+        assert!(matches!(t.prepare(2, 4), Err(ShardError::StaleEpoch { .. })));
+        t.prepare(2, 6).unwrap();
+        assert!(matches!(t.activate(2, 5), Err(ShardError::StaleEpoch { .. })));
+        assert!(matches!(t.prepare(9, 1), Err(ShardError::OutOfRange { .. })));
+    }
+
+    #[test]
+    fn a_write_begun_under_an_old_epoch_is_fenced_after_the_shard_comes_back() {
+        let t = table();
+        let ns = "team-b";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.activate(shard, 1).unwrap();
+        t.revoke(shard).unwrap();
+        t.drop_shard(shard);
+        t.prepare(shard, 2).unwrap();
+        t.activate(shard, 2).unwrap();
+        assert!(t.check_write(ns, 1).is_err(), "the old tenure's write is stale");
+        assert_eq!(t.check_write(ns, 2), Ok(()));
+    }
+
+    #[test]
+    fn written_and_seen_versions_only_grow() {
+        let t = table();
+        let ns = "team-c";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.record_written(ns, Some("10"));
+        t.record_written(ns, Some("7"));
+        t.record_written(ns, Some("opaque"));
+        t.record_seen(&[shard], Some("12"));
+        t.record_seen(&[shard], Some("3"));
+        let s = t.status(shard).unwrap();
+        assert_eq!((s.written_rv, s.seen_rv), (10, 12));
+    }
+
+    #[tokio::test]
+    async fn revoke_waits_for_the_shards_in_flight_reconciles_only() {
+        let t = table();
+        let (a, b) = ("alpha", "beta");
+        let (sa, sb) = (t.shard_of(a), t.shard_of(b));
+        assert_ne!(sa, sb);
+        for s in [sa, sb] {
+            t.prepare(s, 1).unwrap();
+            t.activate(s, 1).unwrap();
+        }
+        let (_, other) = t.begin(b).unwrap();
+        let (epoch, running) = t.begin(a).unwrap();
+        t.record_written(a, Some("42"));
+        let revoke = tokio::spawn({
+            let t = t.clone();
+            async move { t.revoke_and_drain(sa).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(t.begin(a).is_none(), "a revoking shard takes no new work");
+        assert!(!revoke.is_finished(), "the in-flight reconcile holds the revoke");
+        assert_eq!(t.check_write(a, epoch), Ok(()), "and may still write");
+        drop(running);
+        assert_eq!(revoke.await.unwrap(), Ok(42), "the last write's resourceVersion");
+        drop(other);
+    }
+
+    #[test]
+    fn activating_a_shard_calls_the_hooks_with_that_shard() {
+        let t = table();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        t.on_activate({
+            let seen = seen.clone();
+            Arc::new(move |s| seen.lock().push(s))
+        });
+        t.prepare(3, 1).unwrap();
+        assert!(seen.lock().is_empty());
+        t.activate(3, 1).unwrap();
+        assert_eq!(*seen.lock(), vec![3]);
+    }
+
+    #[test]
+    fn standalone_holds_every_shard_active() {
+        let t = ShardTable::all_active(ShardSpace::new(256).unwrap());
+        assert_eq!(t.held().len(), 256);
+        assert_eq!(t.acts_in("anything"), Some(1));
+    }
+}

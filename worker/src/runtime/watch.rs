@@ -1,0 +1,333 @@
+//! Restartable watches over a set of shards. Each lists then watches one kind for the shards it
+//! serves — with KEP-5866's `shardSelector` when the API server applies it, otherwise over every
+//! namespace, split on the worker by the same hash — feeds the controllers' handlers, and
+//! records the highest resourceVersion it has seen (list, events and bookmarks), so ACTIVATE can
+//! wait until the caches reflect the hand-over barrier. Asked to, it lists again (a consistent
+//! LIST of its shards) without losing track of what it had.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{ListParams, WatchEvent, WatchParams};
+use kube::core::{ObjectList, Request};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use super::shard::ShardTable;
+use crate::informer::Handler;
+use crate::job::cache::ObjectKey;
+
+/// How watches are narrowed to a worker's shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardFiltering {
+    /// The API server applies `shardSelector` (it echoed `metadata.shardInfo.selector`).
+    Server,
+    /// It does not: watch every namespace and keep only this worker's shards.
+    Client,
+}
+
+/// Asks the API server once, with a raw LIST (`limit=1`), whether it applies `shardSelector`.
+pub async fn probe(client: &kube::Client, table: &ShardTable) -> ShardFiltering {
+    let all: BTreeSet<u32> = (0..table.space().count()).collect();
+    let Some(selector) = table.space().selector(&all) else { return ShardFiltering::Client };
+    let uri = format!("/api/v1/namespaces?limit=1&shardSelector={}", percent_encode(&selector));
+    let Ok(request) = http::Request::get(uri).body(Vec::new()) else { return ShardFiltering::Client };
+    match client.request::<serde_json::Value>(request).await {
+        Ok(list) if list.pointer("/metadata/shardInfo/selector").and_then(|s| s.as_str()).is_some() => {
+            ShardFiltering::Server
+        }
+        Ok(_) => ShardFiltering::Client,
+        Err(e) => {
+            tracing::warn!(error = %e, "probing shardSelector failed; filtering shards on the worker");
+            ShardFiltering::Client
+        }
+    }
+}
+
+/// RFC 3986 percent-encoding of a query value.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// How long a listed watch behind the hand-over barrier may take to pass it through its events
+/// before it lists again; a bound on the wait, not a guess at it.
+const RELIST_AFTER: Duration = Duration::from_millis(50);
+
+/// A running watch; dropping it stops the watch.
+pub struct WatchHandle {
+    relist: Arc<Notify>,
+    seen: tokio::sync::watch::Receiver<Progress>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// How far a watch has come.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Completed lists since the watch started.
+    pub lists: u64,
+    /// The highest resourceVersion seen (0 before the first list).
+    pub seen_rv: u64,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl WatchHandle {
+    /// Waits until this watch's cache reflects `barrier`: its list is complete and it has seen
+    /// `barrier` or later. If it has not got there yet, it lists again (a consistent LIST), which
+    /// brings it past any write committed before now, rather than waiting for a bookmark.
+    pub fn reflect_owned(&self, barrier: u64) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut seen = self.seen.clone();
+        let relist = self.relist.clone();
+        async move {
+            // The list count after which a relist was last asked for.
+            let mut asked_after = None;
+            loop {
+                let p = *seen.borrow_and_update();
+                if p.lists > 0 && p.seen_rv >= barrier {
+                    return;
+                }
+                // A listed watch usually passes the barrier by itself within moments (the old
+                // owner's writes are in its shard); one that stays behind lists again.
+                let patience =
+                    if p.lists > 0 && asked_after != Some(p.lists) { Some(RELIST_AFTER) } else { None };
+                match patience {
+                    Some(wait) => match tokio::time::timeout(wait, seen.changed()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return,
+                        Err(_) => {
+                            relist.notify_one();
+                            asked_after = Some(p.lists);
+                        }
+                    },
+                    None => {
+                        if seen.changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        *self.seen.borrow()
+    }
+}
+
+/// What one watch serves.
+#[derive(Clone)]
+pub struct WatchScope {
+    pub table: ShardTable,
+    pub shards: BTreeSet<u32>,
+    pub filtering: ShardFiltering,
+    /// Which watch feeds a shard's caches ([`ShardTable::feeder`]); events for shards another
+    /// watch feeds are ignored, so two watches never fight over one cache.
+    pub id: u64,
+}
+
+impl WatchScope {
+    fn serves(&self, namespace: &str) -> bool {
+        let shard = self.table.shard_of(namespace);
+        self.shards.contains(&shard) && self.table.feeder(shard) == Some(self.id)
+    }
+}
+
+/// Starts a watch of `K` over `scope`, feeding `handlers`.
+pub fn start<K>(client: kube::Client, scope: WatchScope, handlers: Vec<Arc<dyn Handler<K>>>) -> WatchHandle
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let relist = Arc::new(Notify::new());
+    let (progress, seen) = tokio::sync::watch::channel(Progress::default());
+    let task = tokio::spawn(run(client, scope, handlers, relist.clone(), progress));
+    WatchHandle { relist, seen, task }
+}
+
+fn rv_of(v: Option<&str>) -> u64 {
+    v.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn with_selector(mut request: http::Request<Vec<u8>>, scope: &WatchScope) -> http::Request<Vec<u8>> {
+    if scope.filtering != ShardFiltering::Server {
+        return request;
+    }
+    let Some(selector) = scope.table.space().selector(&scope.shards) else { return request };
+    let uri = request.uri().to_string();
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    if let Ok(uri) = format!("{uri}{sep}shardSelector={}", percent_encode(&selector)).parse() {
+        *request.uri_mut() = uri;
+    }
+    request
+}
+
+/// The loop: list, watch from the list's version, and on 410, a failed request or a relist
+/// request, list again; objects missing from a list are reported deleted.
+async fn run<K>(
+    client: kube::Client,
+    scope: WatchScope,
+    handlers: Vec<Arc<dyn Handler<K>>>,
+    relist: Arc<Notify>,
+    progress: tokio::sync::watch::Sender<Progress>,
+) where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let kind = K::kind(&()).to_string();
+    let request = Request::new(K::url_path(&(), None));
+    let mut known: HashMap<ObjectKey, Arc<K>> = HashMap::new();
+    let advance = |rv: u64, listed: bool| {
+        progress.send_if_modified(|p| {
+            let before = *p;
+            p.seen_rv = p.seen_rv.max(rv);
+            p.lists += u64::from(listed);
+            *p != before
+        });
+        scope.table.record_seen(&scope.shards, Some(&rv.to_string()));
+    };
+    let apply = |known: &mut HashMap<ObjectKey, Arc<K>>, obj: K| {
+        let meta = obj.meta();
+        if !scope.serves(meta.namespace.as_deref().unwrap_or_default()) {
+            return;
+        }
+        let obj = Arc::new(obj);
+        let old = known.insert(ObjectKey::of(obj.meta()), obj.clone());
+        for h in &handlers {
+            h.applied(old.as_ref(), &obj);
+        }
+    };
+    loop {
+        // LIST, page by page, from one snapshot.
+        let mut seen: HashSet<ObjectKey> = HashSet::new();
+        let mut continue_token: Option<String> = None;
+        let list_rv = loop {
+            let mut lp = ListParams::default().limit(500);
+            if let Some(c) = &continue_token {
+                lp = lp.continue_token(c);
+            }
+            let page = match request.list(&lp) {
+                Ok(r) => client.request::<ObjectList<K>>(with_selector(r, &scope)).await,
+                Err(e) => {
+                    tracing::error!(kind = %kind, error = %e, "building the list request");
+                    return;
+                }
+            };
+            let page = match page {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "list failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue_token = None;
+                    seen.clear();
+                    continue;
+                }
+            };
+            let rv = rv_of(page.metadata.resource_version.as_deref());
+            for obj in page.items {
+                seen.insert(ObjectKey::of(obj.meta()));
+                apply(&mut known, obj);
+            }
+            continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
+            if continue_token.is_none() {
+                break rv;
+            }
+        };
+        // Objects deleted while this watch was not looking never sent a DELETED event.
+        let gone: Vec<ObjectKey> = known.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+        for key in gone {
+            if let Some(obj) = known.remove(&key) {
+                for h in &handlers {
+                    h.deleted(&obj);
+                }
+            }
+        }
+        advance(list_rv, true);
+        for h in &handlers {
+            h.synced();
+        }
+        // WATCH from the list's version until it expires or a relist is asked for.
+        let mut rv = list_rv;
+        'watch: loop {
+            let wp = WatchParams::default().timeout(290);
+            let events = match request.watch(&wp, &rv.to_string()) {
+                Ok(r) => client.request_events::<K>(with_selector(r, &scope)).await,
+                Err(e) => {
+                    tracing::error!(kind = %kind, error = %e, "building the watch request");
+                    return;
+                }
+            };
+            let mut events = match events {
+                Ok(s) => s.boxed(),
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; listing again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    break 'watch;
+                }
+            };
+            loop {
+                let event = tokio::select! {
+                    e = events.next() => e,
+                    _ = relist.notified() => break 'watch,
+                };
+                match event {
+                    None => continue 'watch,
+                    Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                        rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
+                        apply(&mut known, obj);
+                        advance(rv, false);
+                    }
+                    Some(Ok(WatchEvent::Deleted(obj))) => {
+                        rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
+                        let key = ObjectKey::of(obj.meta());
+                        if let Some(obj) = known.remove(&key) {
+                            for h in &handlers {
+                                h.deleted(&obj);
+                            }
+                        }
+                        advance(rv, false);
+                    }
+                    Some(Ok(WatchEvent::Bookmark(b))) => {
+                        rv = rv.max(rv_of(Some(&b.metadata.resource_version)));
+                        advance(rv, false);
+                    }
+                    Some(Ok(WatchEvent::Error(status))) => {
+                        if status.code != 410 {
+                            tracing::warn!(kind = %kind, message = %status.message, "watch error; listing again");
+                        }
+                        break 'watch;
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(kind = %kind, error = %e, "watch stream failed; listing again");
+                        break 'watch;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_are_percent_encoded_for_the_query() {
+        assert_eq!(
+            percent_encode("shardRange(object.metadata.namespace, '0x00', '0x10') || x"),
+            "shardRange%28object.metadata.namespace%2C%20%270x00%27%2C%20%270x10%27%29%20%7C%7C%20x"
+        );
+    }
+}
