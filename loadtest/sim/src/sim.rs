@@ -34,6 +34,9 @@ pub struct SimConfig {
     pub history: HistoryConfig,
     /// Write an `audit.k8s.io/v1` Event per request to this file (`loadtest sim --audit-log`).
     pub audit_log: Option<PathBuf>,
+    /// Serve KEP-5866 `shardSelector` (off: an API server without the feature); also
+    /// `PUT /_sim/features {"shardSelector": false}` at run time.
+    pub shard_selector: bool,
 }
 
 impl Default for SimConfig {
@@ -47,6 +50,7 @@ impl Default for SimConfig {
             node_monitor_grace: Duration::from_secs(40),
             history: HistoryConfig::default(),
             audit_log: None,
+            shard_selector: true,
         }
     }
 }
@@ -85,6 +89,7 @@ impl SimCluster {
             address: addr.to_string(),
             nodes: Some(nodes.clone() as Arc<dyn NodeAdmin>),
             audit: config.audit_log.as_deref().map(AuditLog::create).transpose()?,
+            shard_selector: std::sync::atomic::AtomicBool::new(config.shard_selector),
         });
         let mut tasks = vec![
             tokio::spawn(crate::http::serve(listener, shared.clone())),

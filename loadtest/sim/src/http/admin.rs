@@ -115,6 +115,17 @@ pub async fn handle(
             nodes(shared)?.delete_node(name)?;
             ok()
         }
+        ("GET", ["features"]) => Ok(Reply::json(
+            StatusCode::OK,
+            &json!({ "shardSelector": shared.shard_selector.load(std::sync::atomic::Ordering::Relaxed) }),
+        )),
+        ("PUT" | "POST", ["features"]) => {
+            let v = body_json(&body)?;
+            if let Some(on) = v.get("shardSelector").and_then(Value::as_bool) {
+                shared.shard_selector.store(on, std::sync::atomic::Ordering::Relaxed);
+            }
+            ok()
+        }
         ("POST" | "PUT", ["kubelet", "confirm-deletions"]) => {
             let v = body_json(&body)?;
             nodes(shared)?.set_confirm_deletions(v.get("enabled").and_then(Value::as_bool).unwrap_or(true));

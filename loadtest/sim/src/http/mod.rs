@@ -50,6 +50,9 @@ pub struct Shared {
     pub nodes: Option<Arc<dyn NodeAdmin>>,
     /// Where every request is recorded, when the sim keeps an audit log.
     pub audit: Option<crate::audit::AuditLog>,
+    /// KEP-5866 served: off, `shardSelector` is ignored as an API server without the feature
+    /// ignores an unknown parameter (no filtering, no `shardInfo` echo).
+    pub shard_selector: std::sync::atomic::AtomicBool,
 }
 
 /// A response before encoding.
@@ -162,7 +165,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
-    let q = Query::parse(parts.uri.query());
+    let mut q = Query::parse(parts.uri.query());
+    if !shared.shard_selector.load(std::sync::atomic::Ordering::Relaxed) {
+        q.remove("shardSelector");
+    }
     let route = route::parse(parts.uri.path());
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),

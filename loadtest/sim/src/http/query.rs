@@ -22,6 +22,11 @@ impl Query {
         Self { pairs }
     }
 
+    /// Forgets every value of `key`.
+    pub fn remove(&mut self, key: &str) {
+        self.pairs.retain(|(k, _)| k != key);
+    }
+
     /// The first value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
