@@ -239,56 +239,76 @@ fn is_gone_or_changed(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 409)
 }
 
-async fn watch_pods(api: Api<Pod>, caches: Arc<Mutex<Caches>>) {
-    let mut relist: Option<PodCache> = None;
-    let stream = watcher(api, watcher::Config::default().streaming_lists()).into_stream();
-    let mut stream = std::pin::pin!(stream);
-    loop {
-        match stream.try_next().await {
-            Ok(Some(event)) => {
-                let mut c = caches.lock();
-                match event {
-                    watcher::Event::Init => relist = Some(PodCache::default()),
-                    watcher::Event::InitApply(p) => relist.get_or_insert_with(PodCache::default).apply(&p),
-                    watcher::Event::InitDone => {
-                        c.pods = relist.take().unwrap_or_default();
-                        c.pods_synced = true;
-                    }
-                    watcher::Event::Apply(p) => c.pods.apply(&p),
-                    watcher::Event::Delete(p) => c.pods.delete(&p),
-                }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "podgc: pod watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
+/// A cache fed by one watch.
+trait WatchedCache: Default + Send + 'static {
+    type Object: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static;
+    fn apply(&mut self, object: &Self::Object);
+    fn delete(&mut self, object: &Self::Object);
+}
+
+impl WatchedCache for PodCache {
+    type Object = Pod;
+    fn apply(&mut self, pod: &Pod) {
+        PodCache::apply(self, pod);
+    }
+    fn delete(&mut self, pod: &Pod) {
+        PodCache::delete(self, pod);
     }
 }
 
+impl WatchedCache for NodeCache {
+    type Object = Node;
+    fn apply(&mut self, node: &Node) {
+        NodeCache::apply(self, node);
+    }
+    fn delete(&mut self, node: &Node) {
+        NodeCache::delete(self, node);
+    }
+}
+
+async fn watch_pods(api: Api<Pod>, caches: Arc<Mutex<Caches>>) {
+    // A streaming list: no whole LIST body is ever held.
+    let config = watcher::Config::default().streaming_lists();
+    watch_into(api, config, caches, |c| (&mut c.pods, &mut c.pods_synced)).await;
+}
+
 async fn watch_nodes(api: Api<Node>, caches: Arc<Mutex<Caches>>) {
-    let mut relist: Option<NodeCache> = None;
-    let stream = watcher(api, watcher::Config::default()).into_stream();
-    let mut stream = std::pin::pin!(stream);
+    watch_into(api, watcher::Config::default(), caches, |c| (&mut c.nodes, &mut c.nodes_synced)).await;
+}
+
+/// Feeds one cache from a watch; a relist builds a fresh cache and swaps it in when complete.
+async fn watch_into<C: WatchedCache>(
+    api: Api<C::Object>,
+    config: watcher::Config,
+    caches: Arc<Mutex<Caches>>,
+    slot: fn(&mut Caches) -> (&mut C, &mut bool),
+) {
+    let mut relist: Option<C> = None;
+    let mut stream = std::pin::pin!(watcher(api, config));
     loop {
         match stream.try_next().await {
             Ok(Some(event)) => {
-                let mut c = caches.lock();
+                let mut guard = caches.lock();
+                let (cache, synced) = slot(&mut guard);
                 match event {
-                    watcher::Event::Init => relist = Some(NodeCache::default()),
-                    watcher::Event::InitApply(n) => relist.get_or_insert_with(NodeCache::default).apply(&n),
+                    watcher::Event::Init => relist = Some(C::default()),
+                    watcher::Event::InitApply(o) => relist.get_or_insert_with(C::default).apply(&o),
                     watcher::Event::InitDone => {
-                        c.nodes = relist.take().unwrap_or_default();
-                        c.nodes_synced = true;
+                        *cache = relist.take().unwrap_or_default();
+                        *synced = true;
                     }
-                    watcher::Event::Apply(n) => c.nodes.apply(&n),
-                    watcher::Event::Delete(n) => c.nodes.delete(&n),
+                    watcher::Event::Apply(o) => cache.apply(&o),
+                    watcher::Event::Delete(o) => cache.delete(&o),
                 }
             }
             Ok(None) => return,
             Err(e) => {
-                tracing::warn!(error = %e, "podgc: node watch failed; retrying");
+                tracing::warn!(error = %e, kind = std::any::type_name::<C::Object>(), "podgc: watch failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
