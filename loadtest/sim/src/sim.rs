@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, WriteOptions};
+use crate::cluster::disruption::Disruption;
 use crate::cluster::kubelet::Kubelet;
 use crate::cluster::node_lifecycle::NodeLifecycle;
 use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
@@ -27,8 +28,8 @@ pub struct SimConfig {
     pub listen: SocketAddr,
     /// Simulated nodes created at start (`sim-node-0` …).
     pub nodes: usize,
-    /// Run the scheduler, kubelet, node lifecycle and taint-eviction controllers (off: pods
-    /// stay Pending, for API-only tests).
+    /// Run the scheduler, kubelet, and the node lifecycle, taint-eviction and disruption
+    /// controllers (off: pods stay Pending, for API-only tests).
     pub kubelet: bool,
     pub bookmark_interval: Duration,
     pub node_heartbeat: Duration,
@@ -99,6 +100,7 @@ impl SimCluster {
             tasks.push(tokio::spawn(Scheduler::new(api.clone()).run()));
             tasks.push(tokio::spawn(NodeLifecycle::new(api.clone()).run()));
             tasks.push(tokio::spawn(TaintEviction::new(api.clone()).run()));
+            tasks.push(tokio::spawn(Disruption::new(api.clone()).run()));
         }
         tracing::info!(%addr, nodes = config.nodes, "sim cluster serving");
         Ok(Self { addr, shared, nodes, tasks })

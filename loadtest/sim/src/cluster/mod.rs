@@ -1,6 +1,7 @@
 //! The simulated cluster around the API server: nodes, scheduler and kubelet.
 
 pub mod annotations;
+pub mod disruption;
 pub mod event_recorder;
 pub mod kubelet;
 pub mod node_lifecycle;

@@ -9,12 +9,13 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::event_recorder::{self, Note, Regarding};
 use super::taints::{self, Taint, Toleration};
+use crate::apiserver::eviction::set_disruption_target;
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
 use crate::store::{Change, ChangeKind};
@@ -239,35 +240,6 @@ impl TaintEviction {
     }
 }
 
-/// `UpdatePodCondition` with `DisruptionTarget=True`: the transition time moves only when the
-/// status does. Says whether anything changed.
-pub fn set_disruption_target(pod: &mut Value, reason: &str, message: &str, now: &str) -> bool {
-    let condition = json!({"type": "DisruptionTarget", "status": "True", "reason": reason,
-                           "message": message, "lastProbeTime": null, "lastTransitionTime": now});
-    if !pod.get("status").is_some_and(Value::is_object) {
-        pod["status"] = json!({});
-    }
-    if !pod["status"]["conditions"].is_array() {
-        pod["status"]["conditions"] = json!([]);
-    }
-    let Some(list) = pod["status"]["conditions"].as_array_mut() else { return false };
-    match list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")) {
-        Some(existing) => {
-            let mut next = condition;
-            if existing.get("status").and_then(Value::as_str) == Some("True") {
-                next["lastTransitionTime"] =
-                    existing.get("lastTransitionTime").cloned().unwrap_or(json!(now));
-            }
-            if *existing == next {
-                return false;
-            }
-            *existing = next;
-        }
-        None => list.push(condition),
-    }
-    true
-}
-
 async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -278,22 +250,6 @@ async fn sleep_until(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn disruption_target_is_added_once() {
-        let mut pod = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
-        assert!(set_disruption_target(&mut pod, REASON, MESSAGE, "t1"));
-        assert!(!set_disruption_target(&mut pod, REASON, MESSAGE, "t2"));
-        let c = &pod["status"]["conditions"][1];
-        assert_eq!(
-            (c["reason"].as_str(), c["message"].as_str(), c["lastTransitionTime"].as_str()),
-            (
-                Some("DeletionByTaintManager"),
-                Some("Taint manager: deleting due to NoExecute taint"),
-                Some("t1")
-            )
-        );
-    }
 
     fn stored(name: &str) -> PodKey {
         ("ns".into(), name.into())
