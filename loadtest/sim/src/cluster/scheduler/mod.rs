@@ -256,7 +256,10 @@ impl Scheduler {
         }
         let node = candidates[self.next_node % candidates.len()].clone();
         self.next_node = self.next_node.wrapping_add(1);
-        self.bind(key, &stored, &node, facts.requests)
+        let was_reported = pod.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+            cs.iter().any(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled"))
+        });
+        self.bind(key, &stored, &node, facts.requests, was_reported)
     }
 
     /// The binding subresource's effect: `spec.nodeName` and `PodScheduled=True`.
@@ -266,6 +269,7 @@ impl Scheduler {
         stored: &StoredObject,
         node: &str,
         requests: Resources,
+        was_reported: bool,
     ) -> Result<(), ApiError> {
         let uid = stored.uid.clone();
         let bound = self.api.update_with(&self.pods, &key.0, &key.1, Subresource::Main, |pod| {
@@ -285,13 +289,19 @@ impl Scheduler {
         self.waiting.remove(key);
         self.usage.entry(node.to_string()).or_default().add(&requests);
         self.assigned.insert(uid.clone(), (node.to_string(), requests));
-        let now = meta::now_seconds();
-        self.api.update_with(&self.pods, &key.0, &key.1, Subresource::Status, |pod| {
-            if meta::str_field(pod, "uid") != Some(&*uid) {
-                return Ok(false);
-            }
-            Ok(set_pod_scheduled(pod, "True", None, &now))
-        })?;
+        // A pod bound at its first attempt has no PodScheduled condition yet; the kubelet's
+        // first status write, which follows at once, sets it True. One that was Unschedulable
+        // must not keep saying so meanwhile. (Two writes where the binding subresource makes
+        // one: a write here cannot change spec and status together.)
+        if was_reported {
+            let now = meta::now_seconds();
+            self.api.update_with(&self.pods, &key.0, &key.1, Subresource::Status, |pod| {
+                if meta::str_field(pod, "uid") != Some(&*uid) {
+                    return Ok(false);
+                }
+                Ok(set_pod_scheduled(pod, "True", None, &now))
+            })?;
+        }
         let message = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
         let note = Note { kind: "Normal", reason: "Scheduled", action: "Binding", message: &message };
         event_recorder::record_v1(
