@@ -13,12 +13,14 @@ use tokio::sync::broadcast;
 use crate::apiserver::eviction::{label_selector_matches, pod_is_ready, set_disruption_allowed};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
-use crate::store::{Change, StoredObject};
+use crate::store::StoredObject;
 
 /// `DeletionTimeout`: how long an evicted pod may take to go before it counts again.
 const DELETION_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often every budget is recomputed, for `disruptedPods` entries that time out.
 const RESYNC: Duration = Duration::from_secs(5);
+/// Changes are gathered this long, so a burst of pod writes costs one recomputation.
+const BATCH: Duration = Duration::from_millis(50);
 
 /// A budget's computed status, or why it could not be computed (`failSafe`).
 #[derive(Debug, PartialEq)]
@@ -214,24 +216,28 @@ impl Disruption {
         let (_, _, mut rx) = self.api.store().snapshot_and_watch(self.pdbs.rid, None);
         self.sync_all();
         let mut resync = tokio::time::interval(RESYNC);
+        let mut batch = tokio::time::interval(BATCH);
+        // Namespaces whose pods or budgets changed since the last batch.
+        let mut dirty: HashSet<Box<str>> = HashSet::new();
         loop {
             tokio::select! {
                 received = rx.recv() => match received {
-                    Ok(change) => self.on_change(&change),
+                    Ok(change) => {
+                        let o = &change.object;
+                        if o.resource == self.pdbs.rid || o.resource == self.pods.rid {
+                            dirty.insert(o.namespace.clone());
+                        }
+                    }
                     Err(broadcast::error::RecvError::Lagged(_)) => self.sync_all(),
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
+                _ = batch.tick(), if !dirty.is_empty() => {
+                    for ns in std::mem::take(&mut dirty) {
+                        self.sync_namespace(&ns);
+                    }
+                }
                 _ = resync.tick() => self.sync_all(),
             }
-        }
-    }
-
-    fn on_change(&self, change: &Change) {
-        let o = &change.object;
-        if o.resource == self.pdbs.rid {
-            self.sync_namespace(&o.namespace, Some(&o.name));
-        } else if o.resource == self.pods.rid {
-            self.sync_namespace(&o.namespace, None);
         }
     }
 
@@ -239,19 +245,19 @@ impl Disruption {
         let (pdbs, _) = self.api.store().list(self.pdbs.rid, None);
         let namespaces: HashSet<Box<str>> = pdbs.iter().map(|p| p.namespace.clone()).collect();
         for ns in namespaces {
-            self.sync_namespace(&ns, None);
+            self.sync_namespace(&ns);
         }
     }
 
-    /// Recomputes the budgets of `namespace` (only `only`, when given).
-    fn sync_namespace(&self, namespace: &str, only: Option<&str>) {
+    /// Recomputes the budgets of `namespace`.
+    fn sync_namespace(&self, namespace: &str) {
         let (pdbs, _) = self.api.store().list(self.pdbs.rid, Some(namespace));
         if pdbs.is_empty() {
             return;
         }
         let (pods, _) = self.api.store().list(self.pods.rid, Some(namespace));
         let pods: Vec<Value> = pods.iter().map(|p| p.value()).collect();
-        for pdb in pdbs.iter().filter(|p| only.is_none_or(|n| *p.name == *n)) {
+        for pdb in &pdbs {
             if let Err(e) = self.sync(pdb, &pods)
                 && e.code != 404
             {

@@ -108,17 +108,19 @@ impl TaintEviction {
             self.cancel(&key, true);
             return;
         }
-        let pod = stored.value();
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
-        let tolerations = taints::pod_tolerations(&pod);
+        // Only pods on tainted nodes matter; when a node gets tainted, all its pods are looked
+        // at anyway, so the others need not even be parsed.
+        let node = stored.field("spec.nodeName").unwrap_or("").to_string();
+        if !self.tainted.contains_key(&node) {
+            self.seen.remove(&stored.uid);
+            return;
+        }
+        let tolerations = taints::pod_tolerations(&stored.value());
         let facts = (node.clone(), tolerations.clone());
         if self.seen.get(&stored.uid) == Some(&facts) {
             return;
         }
         self.seen.insert(stored.uid.clone(), facts);
-        if node.is_empty() {
-            return;
-        }
         let Some(node_taints) = self.tainted.get(&node).cloned() else { return };
         self.process(key, &node_taints, &tolerations, Instant::now());
     }

@@ -141,28 +141,31 @@ impl Scheduler {
     }
 
     fn on_pod(&mut self, stored: &StoredObject) {
-        let pod = stored.value();
         let key = (stored.namespace.clone(), stored.name.clone());
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        // The selectable fields answer the common cases without parsing the pod.
+        let node = stored.field("spec.nodeName").unwrap_or("");
         if !node.is_empty() {
             self.waiting.remove(&key);
-            let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+            let phase = stored.field("status.phase").unwrap_or("");
             if phase == "Succeeded" || phase == "Failed" {
                 if self.unassign(&stored.uid) {
                     self.requeue_unschedulable();
                 }
             } else if !self.assigned.contains_key(&stored.uid) {
-                let requests = predicates::pod_requests(&pod);
+                let requests = predicates::pod_requests(&stored.value());
                 self.usage.entry(node.to_string()).or_default().add(&requests);
                 self.assigned.insert(stored.uid.clone(), (node.to_string(), requests));
             }
             return;
         }
-        let ours = pod.pointer("/spec/schedulerName").and_then(Value::as_str).unwrap_or(SCHEDULER_NAME)
-            == SCHEDULER_NAME;
+        if stored.field("spec.schedulerName").is_some_and(|s| !s.is_empty() && s != SCHEDULER_NAME) {
+            self.waiting.remove(&key);
+            return;
+        }
+        let pod = stored.value();
         let gated =
             pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
-        if !ours || gated || meta::is_deleting(&pod) {
+        if gated || meta::is_deleting(&pod) {
             self.waiting.remove(&key);
             return;
         }
