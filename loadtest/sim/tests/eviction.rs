@@ -169,3 +169,31 @@ async fn kubectl_drain_cordons_and_evicts_the_nodes_pods() {
     let nodes: Api<Node> = Api::all(common::client(&sim));
     assert_eq!(nodes.get("sim-node-0").await.unwrap().spec.unwrap().unschedulable, Some(true));
 }
+
+#[tokio::test]
+async fn kubectl_drain_is_held_back_by_a_budget_and_says_why() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let pods: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    pods.create(&PostParams::default(), &web_pod("only", "sim-node-0")).await.unwrap();
+    ready(&pods, "only").await;
+    let pdb = k.write(
+        "pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      app: web\n",
+    );
+    k.ok(&["apply", "-f", &pdb]).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(common::client(&sim), "default");
+    pdb_status(&pdbs, (1, 1, 1, 0)).await;
+    let out = k.run(&["drain", "sim-node-0", "--force", "--timeout=2s"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("Cannot evict pod as it would violate the pod's disruption budget."), "{stderr}");
+    let pod = pods.get("only").await.unwrap();
+    assert!(pod.metadata.deletion_timestamp.is_none(), "the budget kept the pod");
+    let get = k.ok(&["get", "pdb", "web"]).await;
+    let header: Vec<&str> =
+        get.lines().next().unwrap_or("").split("  ").filter(|c| !c.is_empty()).map(str::trim).collect();
+    assert_eq!(header, ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"], "{get}");
+    let row: Vec<&str> = get.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    assert_eq!(&row[..4], ["web", "1", "N/A", "0"], "{get}");
+}
