@@ -129,6 +129,19 @@ async fn unmatched_node_selector_shows_failed_scheduling_in_events_and_describe(
     let describe = k.ok(&["describe", "pod", "picky"]).await;
     assert!(describe.contains("FailedScheduling") && describe.contains("default-scheduler"), "{describe}");
 
+    // A node change that does not help is retried after the backoff, and the repeat joins
+    // the event's series rather than making a new event.
+    k.ok(&["label", "node", "sim-node-1", "unrelated=1"]).await;
+    let series = common::wait_until("the FailedScheduling series to count 2", WAIT, || async {
+        let ev = events_for(&sim, "picky").await;
+        let failed: Vec<Event> =
+            ev.into_iter().filter(|e| e.reason.as_deref() == Some("FailedScheduling")).collect();
+        let count = failed.first()?.series.as_ref()?.count?;
+        (failed.len() == 1 && count >= 2).then_some(count)
+    })
+    .await;
+    assert_eq!(series, 2);
+
     // A label on one node makes it fit; the scheduler retries on the node change.
     k.ok(&["label", "node", "sim-node-0", "disk=ssd"]).await;
     assert_eq!(bound(&pods, "picky").await, "sim-node-0");
