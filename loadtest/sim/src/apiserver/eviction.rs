@@ -462,4 +462,77 @@ mod tests {
         let wrong = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
         assert_eq!(EvictionRequest::from_body(&wrong, "ns", "p", false).unwrap_err().code, 400);
     }
+
+    fn server() -> Arc<ApiServer> {
+        let (api, _) = ApiServer::new(Arc::new(crate::store::Store::new(Default::default())));
+        let ns = api.builtin("", "v1", "namespaces");
+        api.create(&ns, "", json!({"metadata": {"name": "ns"}}), &Default::default()).unwrap();
+        api
+    }
+
+    /// A running pod labelled app=web, Ready or not, and a budget over it with `status`.
+    fn setup(api: &ApiServer, ready: bool, generation_seen: i64, allowed: i64) {
+        let pods = api.builtin("", "v1", "pods");
+        let pod = json!({"metadata": {"name": "p", "labels": {"app": "web"}},
+                         "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]}});
+        api.create(&pods, "ns", pod, &Default::default()).unwrap();
+        api.update_with(&pods, "ns", "p", Subresource::Status, |p| {
+            p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]});
+            Ok(true)
+        })
+        .unwrap();
+        let pdbs = api.builtin("policy", "v1", "poddisruptionbudgets");
+        let pdb = json!({"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+        api.create(&pdbs, "ns", pdb, &Default::default()).unwrap();
+        api.update_with(&pdbs, "ns", "web", Subresource::Status, |p| {
+            p["status"] = json!({"currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2,
+                                 "disruptionsAllowed": allowed, "observedGeneration": generation_seen});
+            Ok(true)
+        })
+        .unwrap();
+    }
+
+    /// `TestEviction`/`TestEvictionIgnorePDB` shapes (eviction_test.go): what each budget state
+    /// answers, and whether the pod is then being deleted.
+    #[test]
+    fn budgets_decide_as_eviction_go() {
+        let cases = [
+            ("allowed: evicted and the budget spent", true, 1, 1, Ok(201), true),
+            ("none allowed: 429", true, 1, 0, Err((429, None)), false),
+            ("budget not yet observed: 429 with Retry-After", true, 0, 1, Err((429, Some(10))), false),
+            ("negative: 403", true, 1, -1, Err((403, None)), false),
+            ("an unready pod under a healthy budget goes without spending", false, 1, 0, Ok(201), true),
+        ];
+        for (name, ready, seen, allowed, want, deleting) in cases {
+            let api = server();
+            setup(&api, ready, seen, allowed);
+            let got = api
+                .evict("ns", "p", EvictionRequest::default())
+                .map(|(code, _)| code)
+                .map_err(|e| (e.code, e.retry_after));
+            assert_eq!(got, want, "{name}");
+            let pods = api.builtin("", "v1", "pods");
+            let pod = api.get(&pods, "ns", "p").map(|p| p.value());
+            let is_deleting = pod.as_ref().is_ok_and(meta::is_deleting) || pod.is_err();
+            assert_eq!(is_deleting, deleting, "{name}");
+            if deleting && let Ok(p) = &pod {
+                let reasons: Vec<&str> = p["status"]["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|c| c["reason"].as_str())
+                    .collect();
+                assert_eq!(reasons, ["EvictionByEvictionAPI"], "{name}");
+            }
+            let pdbs = api.builtin("policy", "v1", "poddisruptionbudgets");
+            let status = api.get(&pdbs, "ns", "web").unwrap().value()["status"].clone();
+            let spent = name.contains("spent");
+            assert_eq!(
+                status["disruptionsAllowed"].as_i64(),
+                Some(if spent { 0 } else { allowed }),
+                "{name}"
+            );
+            assert_eq!(status["disruptedPods"].get("p").is_some(), spent, "{name}");
+        }
+    }
 }
