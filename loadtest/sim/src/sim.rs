@@ -11,8 +11,12 @@ use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, WriteOptions};
 use crate::audit::AuditLog;
+use crate::cluster::disruption::Disruption;
 use crate::cluster::kubelet::Kubelet;
+use crate::cluster::node_lifecycle::NodeLifecycle;
 use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
+use crate::cluster::scheduler::Scheduler;
+use crate::cluster::taint_eviction::TaintEviction;
 use crate::counters::Counters;
 use crate::faults::Faults;
 use crate::http::{NodeAdmin, Shared, Snapshots};
@@ -25,7 +29,8 @@ pub struct SimConfig {
     pub listen: SocketAddr,
     /// Simulated nodes created at start (`sim-node-0` …).
     pub nodes: usize,
-    /// Run the scheduler and kubelet (off: pods stay Pending, for API-only tests).
+    /// Run the scheduler, kubelet, and the node lifecycle, taint-eviction and disruption
+    /// controllers (off: pods stay Pending, for API-only tests).
     pub kubelet: bool,
     pub bookmark_interval: Duration,
     pub node_heartbeat: Duration,
@@ -102,6 +107,10 @@ impl SimCluster {
         ];
         if config.kubelet {
             tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone()).run()));
+            tasks.push(tokio::spawn(Scheduler::new(api.clone()).run()));
+            tasks.push(tokio::spawn(NodeLifecycle::new(api.clone()).run()));
+            tasks.push(tokio::spawn(TaintEviction::new(api.clone()).run()));
+            tasks.push(tokio::spawn(Disruption::new(api.clone()).run()));
         }
         tracing::info!(%addr, nodes = config.nodes, "sim cluster serving");
         Ok(Self { addr, shared, nodes, tasks })

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -258,8 +258,21 @@ async fn kubectl_delete_node_removes_it_from_the_scheduler() {
     assert!(k.ok(&["delete", "node", "sim-node-1"]).await.contains("deleted"));
     let nodes = k.ok(&["get", "nodes"]).await;
     assert!(nodes.contains("sim-node-0") && !nodes.contains("sim-node-1"), "{nodes}");
-    common::wait_until("the scheduler to forget the node", Duration::from_secs(10), || async {
-        (sim.nodes().schedulable() == ["sim-node-0".to_string()]).then_some(())
+    let pods: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    for i in 0..4 {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("after-{i}")},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let nodes: Vec<String> = common::wait_until("every pod to be bound", Duration::from_secs(10), || async {
+        let list = pods.list(&Default::default()).await.unwrap();
+        let bound: Vec<String> =
+            list.items.iter().filter_map(|p| p.spec.as_ref()?.node_name.clone()).collect();
+        (bound.len() == 4).then_some(bound)
     })
     .await;
+    assert!(nodes.iter().all(|n| n == "sim-node-0"), "{nodes:?}");
 }

@@ -29,6 +29,7 @@ use serde_json::Value;
 use crate::field_error::FieldError;
 
 pub use cron_syntax::parse_standard;
+pub(crate) use pod::parse_quantity;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -4,6 +4,7 @@
 
 pub mod errors;
 pub mod events;
+pub mod eviction;
 pub mod meta;
 mod write;
 

@@ -1,4 +1,4 @@
-//! The scheduler and the simulated kubelet of every node: binds pods, runs them through their
+//! The simulated kubelet of every node: runs bound pods through their
 //! phases as their annotations script, restarts containers in place under restartPolicy
 //! OnFailure, evicts, and confirms graceful deletions.
 
@@ -50,7 +50,6 @@ pub struct Kubelet {
     running: HashMap<Box<str>, Running>,
     timers: BinaryHeap<Reverse<Timer>>,
     seq: u64,
-    next_node: usize,
     /// Attempts per (job or owner, completion index), for `fail-attempts`.
     attempts: HashMap<(String, String), u64>,
     pod_ip: u32,
@@ -70,7 +69,6 @@ impl Kubelet {
             running: HashMap::new(),
             timers: BinaryHeap::new(),
             seq: 0,
-            next_node: 0,
             attempts: HashMap::new(),
             pod_ip: 0,
             unconfirmed: HashSet::new(),
@@ -131,9 +129,8 @@ impl Kubelet {
         let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
         let deleting = meta::is_deleting(&pod);
         let terminal = phase == "Succeeded" || phase == "Failed";
-        let result = if node.is_empty() {
-            if deleting { Ok(()) } else { self.schedule(stored) }
-        } else if !self.nodes.is_ready(&node) {
+        // Unbound pods are the scheduler's (`cluster::scheduler`).
+        let result = if node.is_empty() || !self.nodes.is_ready(&node) {
             Ok(())
         } else if deleting {
             if self.nodes.confirms_deletions() {
@@ -155,24 +152,6 @@ impl Kubelet {
         }
     }
 
-    fn schedule(&mut self, stored: &StoredObject) -> Result<(), ApiError> {
-        let candidates = self.nodes.schedulable();
-        if candidates.is_empty() {
-            return Ok(());
-        }
-        let node = candidates[self.next_node % candidates.len()].clone();
-        self.next_node = self.next_node.wrapping_add(1);
-        // The binding subresource sets nodeName; the PodScheduled condition comes with it.
-        self.api.update_with(&self.pods, &stored.namespace, &stored.name, Subresource::Main, |pod| {
-            if pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) {
-                return Ok(false);
-            }
-            pod["spec"]["nodeName"] = json!(node);
-            Ok(true)
-        })?;
-        Ok(())
-    }
-
     fn start(&mut self, stored: &StoredObject, pod: &Value) -> Result<(), ApiError> {
         let script = Script::of(pod);
         self.pod_ip = self.pod_ip.wrapping_add(1);
@@ -182,6 +161,8 @@ impl Kubelet {
             (self.pod_ip >> 8) & 0xff,
             self.pod_ip & 0xff
         );
+        let host_ip =
+            pod.pointer("/spec/nodeName").and_then(Value::as_str).map(|n| self.nodes.internal_ip(n));
         let now = meta::now_seconds();
         let ready_now = script.ready_after.is_zero();
         let uid = stored.uid.clone();
@@ -193,7 +174,7 @@ impl Kubelet {
             p["status"] = json!({
                 "phase": "Running",
                 "conditions": conditions(&now, true, ready_now),
-                "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}],
+                "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
                 "podIP": ip, "podIPs": [{"ip": ip}],
                 "startTime": now,
                 "qosClass": "BestEffort",

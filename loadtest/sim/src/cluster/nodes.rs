@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -15,8 +15,6 @@ use crate::http::NodeAdmin;
 
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
-const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
-const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 const LEASE_DURATION_SECONDS: i64 = 40;
 
 /// The simulated nodes and whether each one heartbeats.
@@ -25,6 +23,8 @@ pub struct Nodes {
     /// Per node: whether its kubelet runs pods (Ready) and whether it renews its Lease.
     state: Mutex<BTreeMap<String, NodeState>>,
     pub(crate) confirm_deletions: AtomicBool,
+    /// Nodes added so far, for their addresses.
+    added: AtomicU32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -35,12 +35,12 @@ struct NodeState {
 
 impl Nodes {
     pub fn new(api: Arc<ApiServer>) -> Arc<Self> {
-        Arc::new(Self { api, state: Mutex::new(BTreeMap::new()), confirm_deletions: AtomicBool::new(true) })
-    }
-
-    /// Names of nodes that are Ready and schedulable, for the scheduler.
-    pub fn schedulable(&self) -> Vec<String> {
-        self.state.lock().iter().filter(|(_, s)| s.ready).map(|(n, _)| n.clone()).collect()
+        Arc::new(Self {
+            api,
+            state: Mutex::new(BTreeMap::new()),
+            confirm_deletions: AtomicBool::new(true),
+            added: AtomicU32::new(0),
+        })
     }
 
     /// Whether the kubelet of `node` is alive (exists and Ready).
@@ -64,8 +64,9 @@ impl Nodes {
         Ok(())
     }
 
-    /// The node lifecycle controller: a node whose Lease was not renewed within `grace` becomes
-    /// Ready=Unknown with the unreachable taint, as upstream's node-monitor-grace-period (40s).
+    /// The node lifecycle controller's health check: a node whose Lease was not renewed within
+    /// `grace` becomes Ready=Unknown, as upstream's node-monitor-grace-period (40s); its taints
+    /// follow from `cluster::node_lifecycle`.
     pub async fn lifecycle(self: Arc<Self>, every: Duration, grace: Duration) {
         let mut tick = tokio::time::interval(every);
         let leases = self.api.builtin("coordination.k8s.io", "v1", "leases");
@@ -108,18 +109,6 @@ impl Nodes {
             }
             Ok(changed)
         })?;
-        self.api.update_with(&nodes, "", name, Subresource::Main, |node| {
-            let mut taints =
-                node["spec"].get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
-            if taints.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(UNREACHABLE_TAINT)) {
-                return Ok(false);
-            }
-            taints.push(
-                json!({"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": meta::now_seconds()}),
-            );
-            node["spec"]["taints"] = Value::Array(taints);
-            Ok(true)
-        })?;
         Ok(())
     }
 
@@ -148,7 +137,32 @@ impl Nodes {
         Ok(())
     }
 
-    fn node_object(name: &str) -> Value {
+    /// The node's InternalIP, as the kubelet reports it in its pods' `hostIP`.
+    pub fn internal_ip(&self, name: &str) -> String {
+        let nodes = self.api.builtin("", "v1", "nodes");
+        self.api
+            .store()
+            .get(nodes.rid, "", name)
+            .and_then(|n| {
+                let v = n.value();
+                v.pointer("/status/addresses")?
+                    .as_array()?
+                    .iter()
+                    .find(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))?
+                    .get("address")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "10.0.0.1".to_string())
+    }
+
+    /// Distinct InternalIPs, `10.0.0.1` upwards, in the order nodes are added.
+    fn next_internal_ip(&self) -> String {
+        let n = self.added.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("10.0.{}.{}", n >> 8, n & 0xff)
+    }
+
+    fn node_object(name: &str, ip: &str) -> Value {
         let now = meta::now_seconds();
         let condition = |t: &str, status: &str, reason: &str, message: &str| {
             json!({"type": t, "status": status, "reason": reason, "message": message,
@@ -170,7 +184,7 @@ impl Nodes {
                     condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                     condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
                 ],
-                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
                 "nodeInfo": {
                     "kubeletVersion": "v1.37.0", "kubeProxyVersion": "", "operatingSystem": "linux",
                     "architecture": "amd64", "containerRuntimeVersion": "sim://1.0", "osImage": "batchfleet sim",
@@ -205,23 +219,6 @@ impl Nodes {
             }
             Ok(true)
         })?;
-        self.api.update_with(&nodes, "", name, Subresource::Main, |node| {
-            let taints = node["spec"].get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut kept: Vec<Value> = taints
-                .into_iter()
-                .filter(|t| t.get("key").and_then(Value::as_str) != Some(NOT_READY_TAINT))
-                .collect();
-            if !ready {
-                kept.push(
-                    json!({"key": NOT_READY_TAINT, "effect": "NoExecute", "timeAdded": meta::now_seconds()}),
-                );
-            }
-            node["spec"]["taints"] = Value::Array(kept);
-            if node["spec"]["taints"].as_array().is_some_and(Vec::is_empty) {
-                node["spec"].as_object_mut().map(|s| s.remove("taints"));
-            }
-            Ok(true)
-        })?;
         Ok(())
     }
 }
@@ -229,7 +226,12 @@ impl Nodes {
 impl NodeAdmin for Nodes {
     fn add_node(&self, name: &str) -> Result<(), ApiError> {
         let nodes = self.api.builtin("", "v1", "nodes");
-        match self.api.create(&nodes, "", Self::node_object(name), &WriteOptions::default()) {
+        match self.api.create(
+            &nodes,
+            "",
+            Self::node_object(name, &self.next_internal_ip()),
+            &WriteOptions::default(),
+        ) {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),

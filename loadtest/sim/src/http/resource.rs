@@ -10,6 +10,7 @@ use super::list::{self, Filter};
 use super::query::Query;
 use super::route::ResourcePath;
 use super::{Reply, Shared};
+use crate::apiserver::eviction::EvictionRequest;
 use crate::apiserver::{
     ApiError, DeleteOptions, Propagation, Subresource, Target, WriteOptions, parse_yaml_or_json,
 };
@@ -45,6 +46,11 @@ pub async fn handle(
         return Err(ApiError::page_not_found());
     }
     let namespace = path.namespace.clone().unwrap_or_default();
+    if let (Some("eviction"), Some(name)) = (path.subresource.as_deref(), path.name.as_deref())
+        && target.rt.is("", "pods")
+    {
+        return evict(shared, method, &namespace, name, q, headers, &body);
+    }
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if target.rt.has_status => Subresource::Status,
@@ -152,6 +158,26 @@ pub async fn handle(
             Err(ApiError::method_not_supported(&target.rt, &method.as_str().to_lowercase()))
         }
     }
+}
+
+/// `POST pods/NAME/eviction` (`apiserver::eviction`).
+fn evict(
+    shared: &Arc<Shared>,
+    method: &Method,
+    namespace: &str,
+    name: &str,
+    q: &Query,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Reply, ApiError> {
+    if method != Method::POST {
+        let rt = shared.api.builtin("", "v1", "pods").rt;
+        return Err(ApiError::method_not_supported(&rt, &method.as_str().to_lowercase()));
+    }
+    let opts = write_options(q)?;
+    let request = EvictionRequest::from_body(&decode_body(headers, body)?, namespace, name, opts.dry_run)?;
+    let (code, status) = shared.api.evict(namespace, name, request)?;
+    Ok(Reply::json(StatusCode::from_u16(code).unwrap_or(StatusCode::CREATED), &status))
 }
 
 fn delete_collection(

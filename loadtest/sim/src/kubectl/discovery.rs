@@ -87,6 +87,16 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
         if rt.has_status {
             entries.push((format!("{}/status", rt.plural), status_entry(rt)));
         }
+        if rt.is("", "pods") {
+            // kubectl drain evicts only when discovery lists this, with its group and version.
+            entries.push((
+                "pods/eviction".into(),
+                json!({
+                    "name": "pods/eviction", "singularName": "", "namespaced": true,
+                    "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"],
+                }),
+            ));
+        }
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let resources: Vec<Value> = entries.into_iter().map(|(_, e)| e).collect();

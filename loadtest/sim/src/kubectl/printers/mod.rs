@@ -6,6 +6,7 @@ mod batch;
 mod corev1;
 mod event;
 mod pod;
+mod policy;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -80,6 +81,7 @@ enum Printer {
     StatefulSet,
     ReplicaSet,
     DaemonSet,
+    PodDisruptionBudget,
     Default,
     CustomResource,
 }
@@ -104,6 +106,7 @@ fn printer(rt: &ResourceType) -> Printer {
         ("apps", "statefulsets") => Printer::StatefulSet,
         ("apps", "replicasets") => Printer::ReplicaSet,
         ("apps", "daemonsets") => Printer::DaemonSet,
+        ("policy", "poddisruptionbudgets") => Printer::PodDisruptionBudget,
         _ => Printer::Default,
     }
 }
@@ -124,6 +127,7 @@ pub(crate) fn columns(rt: &ResourceType) -> &'static [Col] {
         Printer::StatefulSet => apps::STATEFULSET_COLUMNS,
         Printer::ReplicaSet => apps::REPLICASET_COLUMNS,
         Printer::DaemonSet => apps::DAEMONSET_COLUMNS,
+        Printer::PodDisruptionBudget => policy::PDB_COLUMNS,
         Printer::Default => DEFAULT_COLUMNS,
         Printer::CustomResource => CUSTOM_RESOURCE_COLUMNS,
     }
@@ -146,6 +150,7 @@ pub(crate) fn row(rt: &ResourceType, obj: &Value, now: Timestamp) -> Row {
         Printer::StatefulSet => apps::statefulset(o, now),
         Printer::ReplicaSet => apps::replicaset(o, now),
         Printer::DaemonSet => apps::daemonset(o, now),
+        Printer::PodDisruptionBudget => policy::pdb(o, now),
         Printer::Default => Row::cells(vec![json!(o.name()), json!(age(o, now))]),
         Printer::CustomResource => Row::cells(vec![json!(o.name()), custom_resource_age(o, now)]),
     }
