@@ -182,7 +182,7 @@ impl ApiServer {
                 Some(true) => {
                     let mut e = ApiError::forbidden(
                         &rt,
-                        if name.is_empty() { &generate_name } else { &name },
+                        &name,
                         &format!(
                             "unable to create new content in namespace {namespace} because it is being terminated"
                         ),

@@ -49,7 +49,7 @@ pub async fn handle(
         None => Subresource::Main,
         Some("status") if target.rt.has_status => Subresource::Status,
         Some("finalize") if target.rt.is("", "namespaces") => Subresource::Main,
-        Some(_) => return Err(ApiError::page_not_found()),
+        Some(other) => return Err(ApiError::subresource_not_found(&target.rt, other)),
     };
     let table = accept_table(headers, q)?;
     let opts = write_options(q)?;
