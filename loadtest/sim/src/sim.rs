@@ -10,7 +10,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, WriteOptions};
-use crate::cluster::kubelet::Kubelet;
+use crate::cluster::backoff::BackoffConfig;
+use crate::cluster::kubelet::{Kubelet, KubeletConfig};
 use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
 use crate::counters::Counters;
 use crate::faults::Faults;
@@ -31,6 +32,9 @@ pub struct SimConfig {
     /// How long a node's Lease may go unrenewed before the node is Unknown (upstream: 40s).
     pub node_monitor_grace: Duration,
     pub history: HistoryConfig,
+    /// The kubelet's container restart back-off (upstream: 10 s doubling to 5 min); tests that
+    /// watch a crash loop scale it down.
+    pub container_restart_backoff: BackoffConfig,
 }
 
 impl Default for SimConfig {
@@ -43,6 +47,7 @@ impl Default for SimConfig {
             node_heartbeat: Duration::from_secs(10),
             node_monitor_grace: Duration::from_secs(40),
             history: HistoryConfig::default(),
+            container_restart_backoff: BackoffConfig::default(),
         }
     }
 }
@@ -91,7 +96,8 @@ impl SimCluster {
             )),
         ];
         if config.kubelet {
-            tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone()).run()));
+            let kubelet = KubeletConfig { restart_backoff: config.container_restart_backoff };
+            tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone(), kubelet).run()));
         }
         tracing::info!(%addr, nodes = config.nodes, "sim cluster serving");
         Ok(Self { addr, shared, nodes, tasks })

@@ -47,3 +47,189 @@ async fn kubectl_debug_reports_ephemeral_containers_unavailable() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(r#"pods "nosuch" not found"#), "{stderr}");
 }
+
+/// A sim whose restart back-off is scaled down (upstream's 10 s → 5 min becomes 500 ms →
+/// 2 s), so a crash loop shows its growing waits within seconds.
+async fn crash_loop_sim() -> batchfleet_sim::SimCluster {
+    common::start(batchfleet_sim::SimConfig {
+        nodes: 1,
+        bookmark_interval: Duration::from_secs(1),
+        container_restart_backoff: batchfleet_sim::cluster::backoff::BackoffConfig {
+            initial: Duration::from_millis(500),
+            max: Duration::from_millis(2000),
+        },
+        ..Default::default()
+    })
+    .await
+}
+
+fn restart_count(p: &Pod) -> i32 {
+    p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).map_or(0, |cs| cs[0].restart_count)
+}
+
+fn waiting(p: &Pod) -> Option<(String, String)> {
+    let cs = p.status.as_ref()?.container_statuses.as_ref()?.first()?;
+    let w = cs.state.as_ref()?.waiting.as_ref()?;
+    Some((w.reason.clone()?, w.message.clone()?))
+}
+
+/// A crash-looping OnFailure pod: the first restart is immediate, later ones wait 500 ms, 1 s,
+/// 2 s, 2 s (the scaled 10 s, 20 s, 40 s… up to 5 min), showing CrashLoopBackOff with the
+/// kubelet's message meanwhile, and a BackOff warning event; kubectl shows the status.
+#[tokio::test]
+async fn a_crash_looping_pod_backs_off_with_growing_waits() {
+    let sim = crash_loop_sim().await;
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    let ann = json!({"sim.batchfleet.io/run": "50ms", "sim.batchfleet.io/exit-code": "1"});
+    let start = tokio::time::Instant::now();
+    let created = api.create(&PostParams::default(), &pod("crash", ann, "OnFailure")).await.unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+
+    // When each restart count was first seen, and every waiting message.
+    let mut seen: Vec<tokio::time::Instant> = Vec::new();
+    let mut messages: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while seen.len() < 5 {
+        assert!(tokio::time::Instant::now() < deadline, "five restarts within 30s: {seen:?} {messages:?}");
+        let p = api.get("crash").await.unwrap();
+        let count = restart_count(&p) as usize;
+        while seen.len() < count {
+            seen.push(tokio::time::Instant::now());
+        }
+        if let Some((reason, message)) = waiting(&p) {
+            assert_eq!(reason, "CrashLoopBackOff");
+            if !messages.contains(&message) {
+                messages.push(message);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for backoff in ["500ms", "1s", "2s"] {
+        let want = format!("back-off {backoff} restarting failed container=main pod=crash_default({uid})");
+        assert!(messages.contains(&want), "{want} not in {messages:?}");
+    }
+    // Restart n+1 comes a run (50 ms) plus the back-off after restart n.
+    assert!(seen[0] - start < Duration::from_millis(450), "the first restart is immediate");
+    let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
+    for (gap, backoff) in gaps.iter().zip([500, 1000, 2000, 2000]) {
+        assert!(*gap >= Duration::from_millis(backoff), "{gaps:?}");
+        assert!(*gap < Duration::from_millis(backoff + 450), "{gaps:?}");
+    }
+
+    let events = common::client(&sim);
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(events, "default");
+    let backoff = common::wait_until("a BackOff event", Duration::from_secs(10), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("BackOff"))
+    })
+    .await;
+    assert_eq!(backoff.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        backoff.message.as_deref(),
+        Some(format!("Back-off restarting failed container main in pod crash_default({uid})").as_str())
+    );
+    assert_eq!(backoff.involved_object.field_path.as_deref(), Some("spec.containers{main}"));
+    assert_eq!(backoff.source.as_ref().and_then(|s| s.component.as_deref()), Some("kubelet"));
+    assert_eq!(backoff.reporting_component.as_deref(), Some("kubelet"));
+    assert_eq!(backoff.reporting_instance.as_deref(), Some("sim-node-0"));
+    assert!(backoff.count.unwrap_or(0) >= 2, "repeats fold into one event: {backoff:?}");
+
+    let k = common::Kubectl::for_sim(&sim);
+    let table =
+        common::wait_until("kubectl get to show CrashLoopBackOff", Duration::from_secs(10), || async {
+            let out = k.ok(&["get", "pod", "crash"]).await;
+            out.contains("CrashLoopBackOff").then_some(out)
+        })
+        .await;
+    assert!(table.contains("crash"), "{table}");
+}
+
+/// The kubelet's events of a pod's life, as `kubectl describe pod` and `kubectl events` show
+/// them; deleting the pod records Killing.
+#[tokio::test]
+async fn kubectl_describe_and_events_show_the_kubelet_events() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let manifest = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  annotations:
+    sim.batchfleet.io/run: forever
+spec:
+  containers:
+  - name: main
+    image: busybox
+  - name: side
+    image: registry.k8s.io/pause:3.10
+    imagePullPolicy: Never
+"#;
+    k.ok(&["apply", "-f", &k.write("pod.yaml", manifest)]).await;
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    let pod = running(&api, "web").await;
+    let node = pod.spec.unwrap().node_name.unwrap();
+
+    let describe = common::wait_until("describe to list Started", Duration::from_secs(10), || async {
+        let out = k.ok(&["describe", "pod", "web"]).await;
+        (out.matches("Started").count() >= 2).then_some(out)
+    })
+    .await;
+    for line in [
+        r#"Pulling image "busybox""#,
+        r#"Successfully pulled image "busybox" in 0s (0s including waiting). Image size: 0 bytes."#,
+        r#"Container image "registry.k8s.io/pause:3.10" already present on machine"#,
+        "Created container: main",
+        "Started container main",
+        "Created container: side",
+        "Started container side",
+    ] {
+        assert!(describe.contains(line), "{line:?} missing from:\n{describe}");
+    }
+    assert!(describe.contains("kubelet"), "{describe}");
+    let qos = describe.lines().find(|l| l.starts_with("QoS Class:")).unwrap_or("");
+    assert!(qos.ends_with("BestEffort"), "{describe}");
+
+    let events = k.ok(&["events", "--for", "pod/web"]).await;
+    for reason in ["Pulling", "Pulled", "Created", "Started"] {
+        assert!(events.contains(reason), "{reason} missing from:\n{events}");
+    }
+    assert!(events.contains("Started container side"), "{events}");
+
+    k.ok(&["delete", "pod", "web", "--wait=false"]).await;
+    let kills = common::wait_until("Killing events", Duration::from_secs(10), || async {
+        let out = k.ok(&["get", "events", "--field-selector", "reason=Killing", "-o", "json"]).await;
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        let items = v["items"].as_array()?.clone();
+        (items.len() == 2).then_some(items)
+    })
+    .await;
+    let mut messages: Vec<&str> = kills.iter().filter_map(|e| e["message"].as_str()).collect();
+    messages.sort();
+    assert_eq!(messages, ["Stopping container main", "Stopping container side"]);
+    assert_eq!(kills[0]["source"], json!({"component": "kubelet", "host": node}));
+}
+
+/// qosClass as the apiserver computes it at create, kept by the kubelet once the pod runs.
+#[tokio::test]
+async fn qos_class_for_the_three_classes() {
+    let sim = common::sim().await;
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    let cases = [
+        ("guaranteed", json!({"limits": {"cpu": "500m", "memory": "64Mi"}}), "Guaranteed"),
+        ("burstable", json!({"requests": {"cpu": "100m"}}), "Burstable"),
+        ("besteffort", json!({}), "BestEffort"),
+    ];
+    for (name, resources, _) in &cases {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": {"sim.batchfleet.io/run": "forever"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+        }))
+        .unwrap();
+        let created = api.create(&PostParams::default(), &p).await.unwrap();
+        assert!(created.status.and_then(|s| s.qos_class).is_some(), "{name}: set at create");
+    }
+    for (name, _, want) in cases {
+        let p = running(&api, name).await;
+        assert_eq!(p.status.and_then(|s| s.qos_class).as_deref(), Some(want), "{name}");
+    }
+}

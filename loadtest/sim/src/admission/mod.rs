@@ -14,6 +14,7 @@ mod cronjob;
 mod job;
 mod job_status;
 mod pod;
+mod qos;
 
 use serde::Deserialize;
 use serde_json::Value;

@@ -1,5 +1,7 @@
 //! The simulated cluster around the API server: nodes, scheduler and kubelet.
 
 pub mod annotations;
+pub mod backoff;
 pub mod kubelet;
 pub mod nodes;
+pub mod pod_events;
