@@ -233,3 +233,129 @@ async fn qos_class_for_the_three_classes() {
         assert_eq!(p.status.and_then(|s| s.qos_class).as_deref(), Some(want), "{name}");
     }
 }
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `kubectl logs` reads the simulated log: a finished pod's lines, `--timestamps --tail`,
+/// `-f` that ends when the container exits, `job/NAME`, `--previous` of a restarted container,
+/// and the log REST's and kubelet's errors.
+#[tokio::test]
+async fn kubectl_logs_reads_the_simulated_log() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    let ann = json!({"sim.batchfleet.io/run": "100ms", "sim.batchfleet.io/exit-code": "3"});
+    api.create(&PostParams::default(), &pod("done", ann, "Never")).await.unwrap();
+    common::wait_until("pod done Failed", Duration::from_secs(20), || async {
+        let p = api.get("done").await.ok()?;
+        (p.status?.phase.as_deref() == Some("Failed")).then_some(())
+    })
+    .await;
+    let node = api.get("done").await.unwrap().spec.unwrap().node_name.unwrap();
+    let log = k.ok(&["logs", "done"]).await;
+    assert_eq!(
+        log,
+        format!(
+            "sim: container main (image busybox) started on {node}\nsim: scripted to run 100ms and exit with code 3\nsim: exiting with code 3\n"
+        )
+    );
+    let last = k.ok(&["logs", "done", "--timestamps", "--tail=1"]).await;
+    let (stamp, text) = last.trim_end().split_once(' ').unwrap();
+    assert_eq!(text, "sim: exiting with code 3");
+    assert!(stamp.ends_with('Z') && stamp.len() == "2026-01-02T03:04:05.000000000Z".len(), "{stamp}");
+    let out = k.run(&["logs", "done", "-c", "nope"]).await;
+    assert!(stderr(&out).contains("container nope is not valid for pod done"), "{}", stderr(&out));
+    let out = k.run(&["logs", "done", "--previous"]).await;
+    assert!(
+        stderr(&out).contains(r#"previous terminated container "main" in pod "done" not found"#),
+        "{}",
+        stderr(&out)
+    );
+
+    // -f streams and ends by itself once the container exits.
+    api.create(&PostParams::default(), &pod("slow", json!({"sim.batchfleet.io/run": "1500ms"}), "Never"))
+        .await
+        .unwrap();
+    running(&api, "slow").await;
+    let started = tokio::time::Instant::now();
+    let followed = k.ok(&["logs", "-f", "slow"]).await;
+    assert!(followed.starts_with("sim: container main (image busybox) started on"), "{followed}");
+    assert!(followed.ends_with("sim: exiting with code 0\n"), "{followed}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+
+    // job/NAME: kubectl finds the Job's pod by its selector.
+    let job = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch
+spec:
+  selector:
+    matchLabels:
+      app: batch
+  manualSelector: true
+  template:
+    metadata:
+      labels:
+        app: batch
+      annotations:
+        sim.batchfleet.io/run: forever
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: work
+        image: busybox
+"#;
+    k.ok(&["create", "-f", &k.write("job.yaml", job)]).await;
+    // No Job controller runs in the sim's own tests: create the pod it would.
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "batch-x1", "labels": {"app": "batch"}, "annotations": {"sim.batchfleet.io/run": "forever"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox"}]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &p).await.unwrap();
+    running(&api, "batch-x1").await;
+    let log = k.ok(&["logs", "job/batch"]).await;
+    assert!(log.starts_with("sim: container work (image busybox) started on"), "{log}");
+    assert!(log.contains("sim: scripted to run until stopped"), "{log}");
+}
+
+/// `kubectl logs --previous` of a container that restarted reads its last run.
+#[tokio::test]
+async fn kubectl_logs_previous_reads_the_last_run() {
+    let sim = crash_loop_sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    let ann = json!({"sim.batchfleet.io/run": "50ms", "sim.batchfleet.io/exit-code": "7"});
+    api.create(&PostParams::default(), &pod("loop", ann, "Always")).await.unwrap();
+    common::wait_until("a restart", Duration::from_secs(20), || async {
+        let p = api.get("loop").await.ok()?;
+        (restart_count(&p) >= 1).then_some(())
+    })
+    .await;
+    let previous = k.ok(&["logs", "loop", "--previous"]).await;
+    assert!(previous.ends_with("sim: exiting with code 7\n"), "{previous}");
+}
+
+/// exec, attach and port-forward say plainly that the sim does not run processes.
+#[tokio::test]
+async fn exec_attach_and_port_forward_are_refused_clearly() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    api.create(&PostParams::default(), &pod("shell", json!({"sim.batchfleet.io/run": "forever"}), "Never"))
+        .await
+        .unwrap();
+    running(&api, "shell").await;
+    for (args, sub) in [
+        (vec!["exec", "shell", "--", "ls"], "exec"),
+        (vec!["attach", "shell"], "attach"),
+        (vec!["port-forward", "pod/shell", "18080:80"], "portforward"),
+    ] {
+        let out = k.run(&args).await;
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(&format!("pods/{sub} is not supported by the sim cluster")), "{args:?}: {err}");
+    }
+}

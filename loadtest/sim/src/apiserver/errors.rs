@@ -90,17 +90,22 @@ impl ApiError {
     /// duplicates once), and one cause per error with its `ErrorBody` (the message without the
     /// field path). Details name the kind, not the resource.
     pub fn invalid(rt: &ResourceType, name: &str, errors: &[FieldError]) -> Self {
+        Self::invalid_kind(&rt.group, &rt.kind, name, errors)
+    }
+
+    /// `NewInvalid` for a kind that is not a served resource (`PodLogOptions`, …).
+    pub fn invalid_kind(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Self {
         let mut list: Vec<&str> = Vec::with_capacity(errors.len());
         for e in errors {
             if !list.contains(&e.message.as_str()) {
                 list.push(e.message.as_str());
             }
         }
-        let kind = rt.kind_for_messages();
+        let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let message = match list.as_slice() {
-            [] => format!("{kind} \"{name}\" is invalid"),
-            [one] => format!("{kind} \"{name}\" is invalid: {one}"),
-            many => format!("{kind} \"{name}\" is invalid: [{}]", many.join(", ")),
+            [] => format!("{qualified_kind} \"{name}\" is invalid"),
+            [one] => format!("{qualified_kind} \"{name}\" is invalid: {one}"),
+            many => format!("{qualified_kind} \"{name}\" is invalid: [{}]", many.join(", ")),
         };
         let mut e = Self::new(422, "Invalid", message);
         let causes: Vec<Value> = errors
@@ -114,7 +119,7 @@ impl ApiError {
                 cause
             })
             .collect();
-        let mut d = status_details(&rt.group, &rt.kind, name);
+        let mut d = status_details(group, kind, name);
         d["causes"] = Value::Array(causes);
         e.details = Some(Box::new(d));
         e

@@ -2,6 +2,7 @@
 
 pub mod annotations;
 pub mod backoff;
+pub mod container_log;
 pub mod kubelet;
 pub mod nodes;
 pub mod pod_events;

@@ -45,6 +45,11 @@ pub async fn handle(
         return Err(ApiError::page_not_found());
     }
     let namespace = path.namespace.clone().unwrap_or_default();
+    if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref())
+        && super::pod_streams::serves(&target, sub)
+    {
+        return super::pod_streams::handle(shared, method, &namespace, name, sub, q).await;
+    }
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if target.rt.has_status => Subresource::Status,
