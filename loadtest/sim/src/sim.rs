@@ -72,6 +72,8 @@ impl SimCluster {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             api.create(&namespaces, "", obj, &WriteOptions::default())
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
+            // Present from the start, as on a cluster whose controllers have run.
+            crate::cluster::namespace_defaults::ensure(&api, ns);
         }
         let nodes = Nodes::new(api.clone());
         for i in 0..config.nodes {
@@ -89,6 +91,7 @@ impl SimCluster {
         let mut tasks = vec![
             tokio::spawn(crate::http::serve(listener, shared.clone())),
             tokio::spawn(crate::gc::run(api.clone(), gc_rx)),
+            tokio::spawn(crate::cluster::namespace_defaults::run(api.clone())),
             tokio::spawn(nodes.clone().heartbeat(config.node_heartbeat)),
             tokio::spawn(nodes.clone().lifecycle(
                 config.node_monitor_grace.min(Duration::from_secs(5)) / 2,

@@ -359,3 +359,129 @@ async fn exec_attach_and_port_forward_are_refused_clearly() {
         assert!(err.contains(&format!("pods/{sub} is not supported by the sim cluster")), "{args:?}: {err}");
     }
 }
+
+/// Every namespace carries the `kubernetes.io/metadata.name` label (kept whatever a write says),
+/// a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap, recreated when deleted.
+#[tokio::test]
+async fn namespaces_get_their_label_service_account_and_root_ca() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let label = |ns: &str| {
+        let ns = ns.to_string();
+        let k = &k;
+        async move {
+            let out = k.ok(&["get", "namespace", &ns, "-o", "json"]).await;
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            v["metadata"]["labels"]["kubernetes.io/metadata.name"].as_str().map(str::to_string)
+        }
+    };
+    for bootstrapped in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert_eq!(label(bootstrapped).await.as_deref(), Some(bootstrapped));
+        let sa = k.ok(&["get", "serviceaccount", "default", "-n", bootstrapped, "-o", "name"]).await;
+        assert_eq!(sa.trim(), "serviceaccount/default");
+    }
+    k.ok(&["apply", "-f", &k.write("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n")])
+        .await;
+    assert_eq!(label("demo").await.as_deref(), Some("demo"));
+    // Removing or changing the label puts it back.
+    k.ok(&["label", "namespace", "demo", "kubernetes.io/metadata.name-"]).await;
+    assert_eq!(label("demo").await.as_deref(), Some("demo"));
+
+    let sa = common::wait_until("the default ServiceAccount", Duration::from_secs(10), || async {
+        let out = k.run(&["get", "serviceaccount", "default", "-n", "demo", "-o", "name"]).await;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .await;
+    assert_eq!(sa.trim(), "serviceaccount/default");
+    let cm = common::wait_until("the root CA ConfigMap", Duration::from_secs(10), || async {
+        let out = k.run(&["get", "configmap", "kube-root-ca.crt", "-n", "demo", "-o", "json"]).await;
+        out.status.success().then(|| serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    })
+    .await;
+    assert!(cm["data"]["ca.crt"].as_str().unwrap().starts_with("-----BEGIN CERTIFICATE-----\n"), "{cm}");
+    assert!(
+        cm["metadata"]["annotations"]["kubernetes.io/description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Contains a CA bundle that can be used to verify the kube-apiserver"),
+        "{cm}"
+    );
+
+    let old_uid = sa_uid(&k, "demo").await;
+    k.ok(&["delete", "serviceaccount", "default", "-n", "demo"]).await;
+    common::wait_until("the default ServiceAccount again", Duration::from_secs(10), || async {
+        let out = k
+            .run(&["get", "serviceaccount", "default", "-n", "demo", "-o", "jsonpath={.metadata.uid}"])
+            .await;
+        let uid = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !uid.is_empty() && uid != old_uid).then_some(())
+    })
+    .await;
+}
+
+async fn sa_uid(k: &common::Kubectl, ns: &str) -> String {
+    k.ok(&["get", "serviceaccount", "default", "-n", ns, "-o", "jsonpath={.metadata.uid}"]).await
+}
+
+/// A terminating namespace reports what remains as the namespace deleter's conditions, and
+/// goes once the last finalizer is released.
+#[tokio::test]
+async fn a_terminating_namespace_reports_remaining_content_and_finalizers() {
+    let sim = common::sim().await;
+    let k = common::Kubectl::for_sim(&sim);
+    k.ok(&[
+        "apply",
+        "-f",
+        &k.write("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: going\n"),
+    ])
+    .await;
+    let held = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: going\n  finalizers:\n  - example.com/hold\n";
+    k.ok(&["apply", "-f", &k.write("cm.yaml", held)]).await;
+    k.ok(&["delete", "namespace", "going", "--wait=false"]).await;
+
+    let conditions = common::wait_until("the deleter's conditions", Duration::from_secs(10), || async {
+        let out = k.ok(&["get", "namespace", "going", "-o", "json"]).await;
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let conditions = v["status"]["conditions"].as_array()?.clone();
+        let remaining = conditions.iter().find(|c| c["type"] == "NamespaceContentRemaining")?;
+        (remaining["status"] == "True" && v["status"]["phase"] == "Terminating").then_some(conditions)
+    })
+    .await;
+    let find = |kind: &str| conditions.iter().find(|c| c["type"] == kind).unwrap().clone();
+    let content = find("NamespaceContentRemaining");
+    assert_eq!(content["reason"], "SomeResourcesRemain");
+    assert_eq!(content["message"], "Some resources are remaining: configmaps. has 1 resource instances");
+    let finalizers = find("NamespaceFinalizersRemaining");
+    assert_eq!(finalizers["reason"], "SomeFinalizerRemain");
+    assert_eq!(
+        finalizers["message"],
+        "Some finalizers are remaining: example.com/hold in 1 resource instances"
+    );
+    for (kind, reason) in [
+        ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered"),
+        ("NamespaceDeletionGroupVersionParsingFailure", "ParsedGroupVersions"),
+        ("NamespaceDeletionContentFailure", "ContentDeleted"),
+    ] {
+        let c = find(kind);
+        assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("False"), Some(reason)), "{kind}");
+    }
+    let describe = k.ok(&["describe", "namespace", "going"]).await;
+    assert!(describe.contains("NamespaceContentRemaining"), "{describe}");
+
+    k.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        "going",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    common::wait_until("the namespace to go", Duration::from_secs(10), || async {
+        let out = k.run(&["get", "namespace", "going"]).await;
+        (!out.status.success()).then_some(())
+    })
+    .await;
+}

@@ -5,6 +5,7 @@
 pub mod errors;
 pub mod events;
 pub mod meta;
+pub mod namespace;
 mod write;
 
 use std::collections::HashSet;
