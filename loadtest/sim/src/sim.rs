@@ -35,6 +35,9 @@ pub struct SimConfig {
     /// The kubelet's container restart back-off (upstream: 10 s doubling to 5 min); tests that
     /// watch a crash loop scale it down.
     pub container_restart_backoff: BackoffConfig,
+    /// Record the kubelet's pod events (Pulled, Created, Started, …); off spares a load test
+    /// four writes per pod.
+    pub kubelet_events: bool,
 }
 
 impl Default for SimConfig {
@@ -48,6 +51,7 @@ impl Default for SimConfig {
             node_monitor_grace: Duration::from_secs(40),
             history: HistoryConfig::default(),
             container_restart_backoff: BackoffConfig::default(),
+            kubelet_events: true,
         }
     }
 }
@@ -99,7 +103,10 @@ impl SimCluster {
             )),
         ];
         if config.kubelet {
-            let kubelet = KubeletConfig { restart_backoff: config.container_restart_backoff };
+            let kubelet = KubeletConfig {
+                restart_backoff: config.container_restart_backoff,
+                events: config.kubelet_events,
+            };
             tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone(), kubelet).run()));
         }
         tracing::info!(%addr, nodes = config.nodes, "sim cluster serving");

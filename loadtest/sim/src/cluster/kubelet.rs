@@ -56,9 +56,17 @@ struct ContainerSpec {
 }
 
 /// How the simulated kubelet behaves.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct KubeletConfig {
     pub restart_backoff: BackoffConfig,
+    /// Record pod events.
+    pub events: bool,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        Self { restart_backoff: BackoffConfig::default(), events: true }
+    }
 }
 
 pub struct Kubelet {
@@ -86,7 +94,7 @@ impl Kubelet {
         let pods = api.builtin("", "v1", "pods");
         let node_rid = api.builtin("", "v1", "nodes").rid;
         Self {
-            events: EventRecorder::new(api.clone()),
+            events: EventRecorder::new(api.clone(), config.events),
             api,
             nodes,
             pods,

@@ -1,12 +1,14 @@
 //! The kubelet's pod events, as client-go's legacy `record.EventRecorder` writes them (core/v1,
 //! `source` and `reportingComponent` kubelet, `reportingInstance` the node), with the event
-//! correlator's dedupe: the same event again bumps `count` and `lastTimestamp`. Messages are
-//! upstream's (pkg/kubelet/images, kuberuntime).
+//! correlator's dedupe: the same event again bumps `count` and `lastTimestamp`. As the
+//! recorder's broadcaster, writes happen off the kubelet's path through a queue of 1000 that
+//! drops events when full. Messages are upstream's (pkg/kubelet/images, kuberuntime).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target, WriteOptions, meta};
 
@@ -87,8 +89,62 @@ pub fn format_pod(pod: &PodRef) -> String {
     format!("{}_{}({})", pod.name, pod.namespace, pod.uid)
 }
 
-/// Records kubelet events, folding repeats into one event per (object, reason, message).
+/// The broadcaster's queue length (`maxQueuedEvents`).
+const QUEUE: usize = 1000;
+
+enum Message {
+    Record { pod: OwnedPodRef, container: Option<String>, event: KubeletEvent },
+    Forget { uid: String },
+}
+
+struct OwnedPodRef {
+    namespace: String,
+    name: String,
+    uid: String,
+    node: String,
+}
+
+/// Where the kubelet records events: a queue to the writer task.
 pub struct EventRecorder {
+    tx: Option<mpsc::Sender<Message>>,
+}
+
+impl EventRecorder {
+    /// A recorder with its writer task; a disabled one records nothing. Call inside a runtime.
+    pub fn new(api: Arc<ApiServer>, enabled: bool) -> Self {
+        if !enabled {
+            return Self { tx: None };
+        }
+        let (tx, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(EventWriter::new(api).run(rx));
+        Self { tx: Some(tx) }
+    }
+
+    /// Records one event about `container` of `pod` (the pod itself when `None`); dropped when
+    /// the queue is full, as the broadcaster drops.
+    pub fn record(&self, pod: &PodRef, container: Option<&str>, event: KubeletEvent) {
+        let Some(tx) = &self.tx else { return };
+        let pod = OwnedPodRef {
+            namespace: pod.namespace.into(),
+            name: pod.name.into(),
+            uid: pod.uid.into(),
+            node: pod.node.into(),
+        };
+        if tx.try_send(Message::Record { pod, container: container.map(str::to_string), event }).is_err() {
+            tracing::debug!("kubelet event queue full, event dropped");
+        }
+    }
+
+    /// Forgets the events of a pod that is gone.
+    pub fn forget_pod(&self, uid: &str) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.try_send(Message::Forget { uid: uid.into() });
+        }
+    }
+}
+
+/// Writes events, folding repeats into one event per (object, reason, message).
+struct EventWriter {
     api: Arc<ApiServer>,
     events: Target,
     /// Pod uid → (dedupe key, event name).
@@ -96,14 +152,28 @@ pub struct EventRecorder {
     last_nanos: i128,
 }
 
-impl EventRecorder {
-    pub fn new(api: Arc<ApiServer>) -> Self {
+impl EventWriter {
+    fn new(api: Arc<ApiServer>) -> Self {
         let events = api.builtin("", "v1", "events");
         Self { api, events, recorded: HashMap::new(), last_nanos: 0 }
     }
 
-    /// Records one event about `container` of `pod` (the pod itself when `None`).
-    pub fn record(&mut self, pod: &PodRef, container: Option<&str>, event: KubeletEvent) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Message>) {
+        while let Some(message) = rx.recv().await {
+            match message {
+                Message::Record { pod, container, event } => {
+                    let pod =
+                        PodRef { namespace: &pod.namespace, name: &pod.name, uid: &pod.uid, node: &pod.node };
+                    self.record(&pod, container.as_deref(), event);
+                }
+                Message::Forget { uid } => {
+                    self.recorded.remove(uid.as_str());
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, pod: &PodRef, container: Option<&str>, event: KubeletEvent) {
         let KubeletEvent { kind, reason, message } = event;
         let field_path = container.map(|c| format!("spec.containers{{{c}}}"));
         let key = format!("{}\u{0}{reason}\u{0}{kind}\u{0}{message}", field_path.as_deref().unwrap_or(""));
@@ -124,11 +194,6 @@ impl EventRecorder {
         {
             tracing::debug!(pod = pod.name, reason, error = %e, "kubelet event not recorded");
         }
-    }
-
-    /// Forgets the events of a pod that is gone.
-    pub fn forget_pod(&mut self, uid: &str) {
-        self.recorded.remove(uid);
     }
 
     /// `<pod>.<hex unix nanos>`, as the recorder names events; strictly increasing so two
