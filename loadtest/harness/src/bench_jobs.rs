@@ -37,6 +37,10 @@ pub struct BenchJobsArgs {
     /// Skip the end-to-end runs.
     #[arg(long)]
     pub core_only: bool,
+    /// Run the unthrottled end-to-end case a second time without the kubelet's pod events, to
+    /// show what they cost.
+    #[arg(long)]
+    pub compare_kubelet_events: bool,
 }
 
 fn bench_job(pods: i32, indexed: bool) -> Job {
@@ -133,8 +137,9 @@ async fn end_to_end(
     jobs_n: i32,
     parallelism: i32,
     limit: ClientLimits,
+    kubelet_events: bool,
 ) -> anyhow::Result<EndToEnd> {
-    let sim = SimCluster::start(SimConfig { nodes: 10, ..SimConfig::default() }).await?;
+    let sim = SimCluster::start(SimConfig { nodes: 10, kubelet_events, ..SimConfig::default() }).await?;
     let config = kube::Config::new(sim.url().parse()?);
     let worker_client = batchfleet_worker::client::from_config(config.clone(), limit)?;
     let opts =
@@ -218,10 +223,19 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
             args.pods, args.jobs, args.parallelism
         );
         runs.push(
-            end_to_end("unthrottled", args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED)
+            end_to_end("unthrottled", args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED, true)
                 .await
                 .context("unthrottled run")?,
         );
+        if args.compare_kubelet_events {
+            eprintln!("end to end, unthrottled, without the kubelet's pod events");
+            let label = "unthrottled, no kubelet events";
+            runs.push(
+                end_to_end(label, args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED, false)
+                    .await
+                    .context("unthrottled run without kubelet events")?,
+            );
+        }
         eprintln!("end to end, QPS 20 burst 30: {} pods", args.throttled_pods);
         runs.push(
             end_to_end(
@@ -230,6 +244,7 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
                 1,
                 args.parallelism.min(args.throttled_pods),
                 ClientLimits::DEFAULT,
+                true,
             )
             .await
             .context("throttled run")?,

@@ -1,5 +1,6 @@
 //! The garbage collector and namespace controller: dependents of deleted owners (background,
-//! foreground with blockOwnerDeletion, orphan) and the cascade of a terminating namespace.
+//! foreground with blockOwnerDeletion, orphan) and the cascade of a terminating namespace, with
+//! the deleter's status conditions.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use crate::apiserver::{
     ApiError, ApiServer, DeleteOptions, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Propagation,
     Subresource,
 };
+use crate::cluster::namespace_conditions::{self, Remaining};
 use crate::store::{Expect, StoredObject};
 
 /// Runs until the work channel closes.
@@ -158,7 +160,8 @@ fn remove_finalizer(api: &ApiServer, owner: &StoredObject, finalizer: &str) -> R
     Ok(())
 }
 
-/// Deletes everything in the namespace, waits until it is empty, then removes the namespace.
+/// Deletes everything in the namespace, reporting what remains in the namespace's conditions
+/// after each pass, waits until it is empty, then removes the namespace.
 async fn terminate_namespace(api: Arc<ApiServer>, name: String) {
     let cluster_scoped = api.cluster_scoped();
     loop {
@@ -166,20 +169,27 @@ async fn terminate_namespace(api: Arc<ApiServer>, name: String) {
         if remaining.is_empty() {
             break;
         }
+        let mut delete_errors = Vec::new();
         for o in remaining {
             if meta::is_deleting(&o.value()) {
                 continue;
             }
             if let Some(target) = api.target_for(o.resource) {
                 let opts = DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() };
-                log(api.delete(&target, &o.namespace, &o.name, &opts).map(|_| ()));
+                match api.delete(&target, &o.namespace, &o.name, &opts) {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 || e.code == 409 => {}
+                    Err(e) => delete_errors.push(e.message),
+                }
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         if api.store().get(api.namespaces, "", &name).is_none() {
             return;
         }
+        report_remaining(&api, &name, &cluster_scoped, delete_errors);
     }
+    report_remaining(&api, &name, &cluster_scoped, Vec::new());
     let target = api.builtin("", "v1", "namespaces");
     if let Some(ns) = api.store().get(api.namespaces, "", &name) {
         let mut obj = ns.value();
@@ -195,4 +205,28 @@ async fn terminate_namespace(api: Arc<ApiServer>, name: String) {
             let _ = api.store().remove(api.namespaces, "", &name, Expect::Any);
         }
     }
+}
+
+/// Writes the deleter's conditions for what is left in a terminating namespace.
+fn report_remaining(
+    api: &ApiServer,
+    name: &str,
+    cluster_scoped: &std::collections::HashSet<crate::store::ResourceId>,
+    delete_errors: Vec<String>,
+) {
+    let mut remaining = Remaining { delete_errors, ..Default::default() };
+    let mut resources = std::collections::HashMap::new();
+    for o in api.store().objects_in_namespace(name, cluster_scoped) {
+        let resource = resources.entry(o.resource).or_insert_with(|| api.target_for(o.resource));
+        if let Some(t) = resource {
+            remaining.add(&t.rt.plural, &t.rt.group, &meta::finalizers(&o.value()));
+        }
+    }
+    let now = meta::now_seconds();
+    let target = api.builtin("", "v1", "namespaces");
+    log(api
+        .update_with(&target, "", name, Subresource::Status, |ns| {
+            Ok(namespace_conditions::update(&mut ns["status"], &remaining, &now))
+        })
+        .map(|_| ()));
 }

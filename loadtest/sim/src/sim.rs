@@ -11,8 +11,9 @@ use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, WriteOptions};
 use crate::audit::AuditLog;
+use crate::cluster::backoff::BackoffConfig;
 use crate::cluster::disruption::Disruption;
-use crate::cluster::kubelet::Kubelet;
+use crate::cluster::kubelet::{Kubelet, KubeletConfig};
 use crate::cluster::node_lifecycle::NodeLifecycle;
 use crate::cluster::nodes::{NODE_LEASE_NAMESPACE, Nodes};
 use crate::cluster::scheduler::Scheduler;
@@ -42,6 +43,12 @@ pub struct SimConfig {
     /// Serve KEP-5866 `shardSelector` (off: an API server without the feature); also
     /// `PUT /_sim/features {"shardSelector": false}` at run time.
     pub shard_selector: bool,
+    /// The kubelet's container restart back-off (upstream: 10 s doubling to 5 min); tests that
+    /// watch a crash loop scale it down.
+    pub container_restart_backoff: BackoffConfig,
+    /// Record the kubelet's pod events (Pulled, Created, Started, …); off spares a load test
+    /// four writes per pod.
+    pub kubelet_events: bool,
 }
 
 impl Default for SimConfig {
@@ -56,6 +63,8 @@ impl Default for SimConfig {
             history: HistoryConfig::default(),
             audit_log: None,
             shard_selector: true,
+            container_restart_backoff: BackoffConfig::default(),
+            kubelet_events: true,
         }
     }
 }
@@ -80,6 +89,8 @@ impl SimCluster {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             api.create(&namespaces, "", obj, &WriteOptions::default())
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
+            // Present from the start, as on a cluster whose controllers have run.
+            crate::cluster::namespace_defaults::ensure(&api, ns);
         }
         let nodes = Nodes::new(api.clone());
         for i in 0..config.nodes {
@@ -99,6 +110,7 @@ impl SimCluster {
         let mut tasks = vec![
             tokio::spawn(crate::http::serve(listener, shared.clone())),
             tokio::spawn(crate::gc::run(api.clone(), gc_rx)),
+            tokio::spawn(crate::cluster::namespace_defaults::run(api.clone())),
             tokio::spawn(nodes.clone().heartbeat(config.node_heartbeat)),
             tokio::spawn(nodes.clone().lifecycle(
                 config.node_monitor_grace.min(Duration::from_secs(5)) / 2,
@@ -106,7 +118,11 @@ impl SimCluster {
             )),
         ];
         if config.kubelet {
-            tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone()).run()));
+            let kubelet = KubeletConfig {
+                restart_backoff: config.container_restart_backoff,
+                events: config.kubelet_events,
+            };
+            tasks.push(tokio::spawn(Kubelet::new(api.clone(), nodes.clone(), kubelet).run()));
             tasks.push(tokio::spawn(Scheduler::new(api.clone()).run()));
             tasks.push(tokio::spawn(NodeLifecycle::new(api.clone()).run()));
             tasks.push(tokio::spawn(TaintEviction::new(api.clone()).run()));

@@ -242,6 +242,8 @@ async fn list_pagination_and_selectors() {
             _ => break,
         }
     }
+    // The namespace's own root CA ConfigMap (root-ca-cert-publisher) sorts last.
+    assert_eq!(names.pop().as_deref(), Some("kube-root-ca.crt"));
     assert_eq!(names, (0..7).map(|i| format!("cm-{i}")).collect::<Vec<_>>());
 
     let even = api.list(&ListParams::default().labels("parity=even")).await.unwrap();

@@ -21,6 +21,7 @@ pub(crate) mod names;
 mod object_meta;
 mod pod;
 mod pod_validation;
+mod qos;
 mod quantity;
 
 use serde::Deserialize;

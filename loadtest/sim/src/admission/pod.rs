@@ -275,7 +275,7 @@ pub(crate) fn admit_pod_create(pod: &mut Value) {
     let Some(spec) = child_obj(obj, "spec") else { return };
     default_pod_spec(spec, true);
     admission_plugins(spec);
-    let qos = qos_class(spec);
+    let qos = super::qos::pod_qos_class(spec);
     let gated = spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
     obj.insert("status".to_string(), json!({}));
     let Some(status) = child_obj(obj, "status") else { return };
@@ -350,49 +350,6 @@ fn admission_plugins(spec: &mut Obj) {
             }
         }
     }
-}
-
-/// `qos.GetPodQOS` over cpu and memory of all containers and init containers.
-fn qos_class(spec: &Obj) -> &'static str {
-    let mut requests: [Option<f64>; 2] = [None, None];
-    let mut limits: [Option<f64>; 2] = [None, None];
-    let mut guaranteed = true;
-    let all = ["containers", "initContainers"]
-        .iter()
-        .flat_map(|k| spec.get(*k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]));
-    for c in all {
-        let mut limit_found = [false, false];
-        for (i, name) in ["cpu", "memory"].iter().enumerate() {
-            if let Some(q) = at_str(c, &["resources", "requests", name]).and_then(parse_quantity)
-                && q > 0.0
-            {
-                requests[i] = Some(requests[i].unwrap_or(0.0) + q);
-            }
-            if let Some(q) = at_str(c, &["resources", "limits", name]).and_then(parse_quantity)
-                && q > 0.0
-            {
-                limits[i] = Some(limits[i].unwrap_or(0.0) + q);
-                limit_found[i] = true;
-            }
-        }
-        if !(limit_found[0] && limit_found[1]) {
-            guaranteed = false;
-        }
-    }
-    if requests.iter().all(Option::is_none) && limits.iter().all(Option::is_none) {
-        return "BestEffort";
-    }
-    if guaranteed {
-        for i in 0..2 {
-            if let Some(r) = requests[i]
-                && limits[i].is_none_or(|l| (l - r).abs() > f64::EPSILON * l.abs().max(1.0))
-            {
-                guaranteed = false;
-            }
-        }
-    }
-    let count = |a: &[Option<f64>; 2]| a.iter().filter(|x| x.is_some()).count();
-    if guaranteed && count(&requests) == count(&limits) { "Guaranteed" } else { "Burstable" }
 }
 
 /// A resource.Quantity as a float (enough to compare requests with limits).

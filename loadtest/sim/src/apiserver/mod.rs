@@ -6,6 +6,7 @@ pub mod errors;
 pub mod events;
 pub mod eviction;
 pub mod meta;
+pub mod namespace;
 mod write;
 
 use std::collections::HashSet;

@@ -182,7 +182,7 @@ impl ApiServer {
                 Some(true) => {
                     let mut e = ApiError::forbidden(
                         &rt,
-                        if name.is_empty() { &generate_name } else { &name },
+                        &name,
                         &format!(
                             "unable to create new content in namespace {namespace} because it is being terminated"
                         ),
@@ -235,6 +235,9 @@ impl ApiServer {
                 name.clone()
             };
             meta_mut(&mut candidate).insert("name".into(), json!(final_name));
+            if rt.is("", "namespaces") {
+                super::namespace::canonicalize(&mut candidate);
+            }
             if opts.dry_run {
                 let prepared = self.prepare(target, candidate)?;
                 return Ok(Arc::new(dry_run_object(target, prepared, self.store.current_rv())));
@@ -502,15 +505,21 @@ impl ApiServer {
             Subresource::Status => admission::admit_status_update(&api_version, &rt.kind, &old, &mut obj),
         };
         admitted.map_err(|errs| Retry::Fail(ApiError::invalid(&rt, &name, &errs)))?;
+        if rt.is("", "namespaces") {
+            super::namespace::canonicalize(&mut obj);
+        }
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
         if obj == old {
             return Ok(current.clone());
         }
         // Deletion completes once the last finalizer is gone and no grace period is pending.
+        // A namespace also waits for its spec.finalizers (its storage's ShouldDeleteDuringUpdate).
         let deletion_completes = meta::is_deleting(&obj)
             && meta::finalizers(&obj).is_empty()
-            && meta::deletion_grace(&obj).unwrap_or(0) == 0;
+            && meta::deletion_grace(&obj).unwrap_or(0) == 0
+            && !(rt.is("", "namespaces")
+                && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty()));
         let prepared = self.prepare(target, obj).map_err(Retry::Fail)?;
         if opts.dry_run {
             return Ok(Arc::new(dry_run_object(target, prepared, current.rv)));

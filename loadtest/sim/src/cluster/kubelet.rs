@@ -1,6 +1,7 @@
-//! The simulated kubelet of every node: runs bound pods through their
-//! phases as their annotations script, restarts containers in place under restartPolicy
-//! OnFailure, evicts, and confirms graceful deletions.
+//! The simulated kubelet of every node: runs bound pods through their phases as their annotations
+//! script, restarts containers in place (under restartPolicy OnFailure and Always) with the
+//! kubelet's crash-loop back-off, records the kubelet's pod events, evicts, and confirms graceful
+//! deletions.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -12,7 +13,9 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::annotations::{RunFor, Script};
+use super::backoff::{self, BackoffConfig, RestartBackoff};
 use super::nodes::Nodes;
+use super::pod_events::{self, EventRecorder, KubeletEvent, PodRef};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
 use crate::store::{Change, ChangeKind, StoredObject};
@@ -22,6 +25,8 @@ enum Action {
     Ready,
     Exit,
     Evict,
+    /// The end of a crash-loop back-off: the containers start again.
+    Restart,
 }
 
 /// A timer: at `at`, do `action` to the pod with `uid`, if it is still on run `run`.
@@ -38,8 +43,30 @@ struct Timer {
 struct Running {
     namespace: Box<str>,
     name: Box<str>,
+    node: Box<str>,
     /// Increments with every container (re)start; stale timers are ignored.
     run: u32,
+}
+
+/// What the kubelet needs of one container of the spec.
+struct ContainerSpec {
+    name: String,
+    image: String,
+    pull_policy: String,
+}
+
+/// How the simulated kubelet behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct KubeletConfig {
+    pub restart_backoff: BackoffConfig,
+    /// Record pod events.
+    pub events: bool,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        Self { restart_backoff: BackoffConfig::default(), events: true }
+    }
 }
 
 pub struct Kubelet {
@@ -55,13 +82,18 @@ pub struct Kubelet {
     pod_ip: u32,
     /// Deleting pods left alone while deletion confirmation is off.
     unconfirmed: HashSet<(Box<str>, Box<str>)>,
+    backoff: RestartBackoff,
+    events: EventRecorder,
+    /// (node, image) pairs pulled so far, for `IfNotPresent`.
+    images: HashSet<(Box<str>, Box<str>)>,
 }
 
 impl Kubelet {
-    pub fn new(api: Arc<ApiServer>, nodes: Arc<Nodes>) -> Self {
+    pub fn new(api: Arc<ApiServer>, nodes: Arc<Nodes>, config: KubeletConfig) -> Self {
         let pods = api.builtin("", "v1", "pods");
         let node_rid = api.builtin("", "v1", "nodes").rid;
         Self {
+            events: EventRecorder::new(api.clone(), config.events),
             api,
             nodes,
             pods,
@@ -72,6 +104,8 @@ impl Kubelet {
             attempts: HashMap::new(),
             pod_ip: 0,
             unconfirmed: HashSet::new(),
+            backoff: RestartBackoff::new(config.restart_backoff),
+            images: HashSet::new(),
         }
     }
 
@@ -118,6 +152,8 @@ impl Kubelet {
         }
         if change.kind == ChangeKind::Deleted {
             self.running.remove(&change.object.uid);
+            self.backoff.forget_pod(&change.object.uid);
+            self.events.forget_pod(&change.object.uid);
             return;
         }
         self.on_pod(&change.object);
@@ -140,7 +176,7 @@ impl Kubelet {
                 Ok(())
             }
         } else if phase == "Pending" && !self.running.contains_key(&stored.uid) {
-            self.start(stored, &pod)
+            self.start(stored, &pod, &node)
         } else {
             Ok(())
         };
@@ -152,7 +188,7 @@ impl Kubelet {
         }
     }
 
-    fn start(&mut self, stored: &StoredObject, pod: &Value) -> Result<(), ApiError> {
+    fn start(&mut self, stored: &StoredObject, pod: &Value, node: &str) -> Result<(), ApiError> {
         let script = Script::of(pod);
         self.pod_ip = self.pod_ip.wrapping_add(1);
         let ip = format!(
@@ -177,15 +213,22 @@ impl Kubelet {
                 "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
                 "podIP": ip, "podIPs": [{"ip": ip}],
                 "startTime": now,
-                "qosClass": "BestEffort",
+                // Set by the apiserver at create (ComputePodQOS); the kubelet keeps it.
+                "qosClass": p.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
                 "containerStatuses": containers.iter().map(|c| running_status(c, &now, ready_now, 0, None)).collect::<Vec<_>>(),
             });
             Ok(true)
         })?;
         self.running.insert(
             stored.uid.clone(),
-            Running { namespace: stored.namespace.clone(), name: stored.name.clone(), run: 1 },
+            Running {
+                namespace: stored.namespace.clone(),
+                name: stored.name.clone(),
+                node: node.into(),
+                run: 1,
+            },
         );
+        self.record_starts(&stored.namespace, &stored.name, &stored.uid, node, pod);
         self.arm(&stored.uid, 1, &script);
         if let Some(after) = script.evict_after {
             self.timer(after, &stored.uid, 1, Action::Evict);
@@ -229,6 +272,7 @@ impl Kubelet {
                 Action::Ready => self.set_ready(&ns, &name, &t.uid),
                 Action::Exit => self.exit(&ns, &name, &t.uid),
                 Action::Evict => self.evict(&ns, &name, &t.uid),
+                Action::Restart => self.restart_after_back_off(&ns, &name, &t.uid, t.run),
             };
             if let Err(e) = result
                 && e.code != 404
@@ -295,32 +339,20 @@ impl Kubelet {
         let now = meta::now_seconds();
         if restart {
             let Some(r) = self.running.get_mut(uid) else { return Ok(()) };
+            // A new run: the finished run's timers are stale from here on.
             r.run += 1;
             let run = r.run;
-            let ready_now = script.ready_after.is_zero();
-            self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
-                if meta::str_field(p, "uid") != Some(uid) {
-                    return Ok(false);
-                }
-                let started = p.pointer("/status/startTime").cloned().unwrap_or(json!(now));
-                let restarts = p
-                    .pointer("/status/containerStatuses/0/restartCount")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0)
-                    + 1;
-                let last = terminated_state(code, started.as_str().unwrap_or(&now), &now);
-                let containers = container_names(p);
-                p["status"]["containerStatuses"] = json!(
-                    containers
-                        .iter()
-                        .map(|c| running_status(c, &now, ready_now, restarts, Some(last.clone())))
-                        .collect::<Vec<_>>()
-                );
-                set_condition(p, "Ready", if ready_now { "True" } else { "False" }, &now);
-                set_condition(p, "ContainersReady", if ready_now { "True" } else { "False" }, &now);
-                Ok(true)
-            })?;
-            self.arm(uid, run, &script);
+            let node = r.node.clone();
+            let finished = Instant::now();
+            let mut wait = Duration::ZERO;
+            for c in container_specs(&pod) {
+                wait = wait.max(self.backoff.on_exit(&backoff::key(uid, &c.name), finished));
+            }
+            if wait.is_zero() {
+                return self.run_again(ns, name, uid, &node, run, Some(code));
+            }
+            self.back_off(ns, name, uid, &node, code, wait)?;
+            self.timer(wait, uid, run, Action::Restart);
             return Ok(());
         }
         self.running.remove(uid);
@@ -332,6 +364,161 @@ impl Kubelet {
             Ok(true)
         })?;
         Ok(())
+    }
+
+    /// The containers start again (run `run`) right after they exited with `exited`, or after a
+    /// back-off (`None`: the last state was recorded when the wait began).
+    fn run_again(
+        &mut self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+        run: u32,
+        exited: Option<i64>,
+    ) -> Result<(), ApiError> {
+        let now = meta::now_seconds();
+        let mut started_pod = None;
+        let mut ready_after = Duration::ZERO;
+        self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+            if meta::str_field(p, "uid") != Some(uid) {
+                return Ok(false);
+            }
+            ready_after = Script::of(p).ready_after;
+            let ready_now = ready_after.is_zero();
+            let previous =
+                p.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
+            let statuses: Vec<Value> = container_names(p)
+                .iter()
+                .map(|c| {
+                    let old =
+                        previous.iter().find(|s| s.get("name").and_then(Value::as_str) == Some(c.0.as_str()));
+                    let restarts =
+                        old.and_then(|s| s.get("restartCount")).and_then(Value::as_i64).unwrap_or(0) + 1;
+                    let last = match exited {
+                        Some(code) => {
+                            let from = old
+                                .and_then(|s| s.pointer("/state/running/startedAt"))
+                                .and_then(Value::as_str)
+                                .unwrap_or(&now);
+                            Some(terminated_state(code, from, &now))
+                        }
+                        None => old.and_then(|s| s.get("lastState")).cloned(),
+                    };
+                    running_status(c, &now, ready_now, restarts, last)
+                })
+                .collect();
+            p["status"]["containerStatuses"] = json!(statuses);
+            set_condition(p, "Ready", if ready_now { "True" } else { "False" }, &now);
+            set_condition(p, "ContainersReady", if ready_now { "True" } else { "False" }, &now);
+            started_pod = Some(p.clone());
+            Ok(true)
+        })?;
+        if let Some(pod) = started_pod {
+            self.record_starts(ns, name, uid, node, &pod);
+            let script = Script::of(&pod);
+            self.arm(uid, run, &script);
+        }
+        Ok(())
+    }
+
+    /// The containers exited with `code` and wait `wait` before they start again: each shows
+    /// `CrashLoopBackOff` with the kubelet's message, and a BackOff event is recorded.
+    fn back_off(
+        &mut self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+        code: i64,
+        wait: Duration,
+    ) -> Result<(), ApiError> {
+        let now = meta::now_seconds();
+        let pod_ref = PodRef { namespace: ns, name, uid, node };
+        let formatted = pod_events::format_pod(&pod_ref);
+        let backoff = crate::go_fmt::go_duration(wait);
+        let mut names = Vec::new();
+        self.api.update_with(&self.pods, ns, name, Subresource::Status, |p| {
+            if meta::str_field(p, "uid") != Some(uid) {
+                return Ok(false);
+            }
+            names.clear();
+            if let Some(cs) = p.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
+                for c in cs {
+                    let container = c.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                    let from =
+                        c.pointer("/state/running/startedAt").and_then(Value::as_str).unwrap_or(&now).to_string();
+                    c["lastState"] = terminated_state(code, &from, &now);
+                    c["state"] = json!({"waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": format!("back-off {backoff} restarting failed container={container} pod={formatted}"),
+                    }});
+                    c["ready"] = json!(false);
+                    c["started"] = json!(false);
+                    names.push(container);
+                }
+            }
+            set_condition(p, "Ready", "False", &now);
+            set_condition(p, "ContainersReady", "False", &now);
+            Ok(true)
+        })?;
+        for container in &names {
+            self.events.record(&pod_ref, Some(container), pod_events::back_off(container, &pod_ref));
+        }
+        Ok(())
+    }
+
+    /// The back-off of run `run` is over: the back-off windows double and the containers start.
+    fn restart_after_back_off(&mut self, ns: &str, name: &str, uid: &str, run: u32) -> Result<(), ApiError> {
+        let Some(node) = self.running.get(uid).map(|r| r.node.clone()) else { return Ok(()) };
+        let current = self.api.get(&self.pods, ns, name)?;
+        let now = Instant::now();
+        for c in container_specs(&current.value()) {
+            self.backoff.restarted(&backoff::key(uid, &c.name), now);
+        }
+        self.run_again(ns, name, uid, &node, run, None)
+    }
+
+    /// Pulling/Pulled, Created and Started for every container of a pod that (re)starts.
+    fn record_starts(&mut self, ns: &str, name: &str, uid: &str, node: &str, pod: &Value) {
+        let pod_ref = PodRef { namespace: ns, name, uid, node };
+        for c in container_specs(pod) {
+            let present = self.images.contains(&(node.into(), c.image.as_str().into()));
+            let pull = match c.pull_policy.as_str() {
+                "Always" => true,
+                "Never" => false,
+                _ => !present,
+            };
+            if pull {
+                self.events.record(&pod_ref, Some(&c.name), pod_events::pulling(&c.image));
+                self.events.record(&pod_ref, Some(&c.name), pod_events::pulled(&c.image));
+                self.images.insert((node.into(), c.image.as_str().into()));
+            } else {
+                self.events.record(&pod_ref, Some(&c.name), pod_events::already_present(&c.image));
+            }
+            self.events.record(&pod_ref, Some(&c.name), pod_events::created(&c.name));
+            self.events.record(&pod_ref, Some(&c.name), pod_events::started(&c.name));
+        }
+    }
+
+    /// Killing for every container still running of a pod being deleted.
+    fn record_kills(&mut self, pod: &Value, ns: &str, name: &str, uid: &str) {
+        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let pod_ref = PodRef { namespace: ns, name, uid, node };
+        let running: Vec<String> = pod
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .filter(|c| c.pointer("/state/running").is_some())
+                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for container in running {
+            let event: KubeletEvent = pod_events::killing(&container);
+            self.events.record(&pod_ref, Some(&container), event);
+        }
     }
 
     fn evict(&mut self, ns: &str, name: &str, uid: &str) -> Result<(), ApiError> {
@@ -358,6 +545,7 @@ impl Kubelet {
     fn confirm_deletion(&mut self, stored: &StoredObject, terminal: bool) -> Result<(), ApiError> {
         self.running.remove(&stored.uid);
         if !terminal {
+            self.record_kills(&stored.value(), &stored.namespace, &stored.name, &stored.uid);
             let now = meta::now_seconds();
             let uid = stored.uid.clone();
             self.api.update_with(&self.pods, &stored.namespace, &stored.name, Subresource::Status, |p| {
@@ -399,6 +587,22 @@ fn container_names(pod: &Value) -> Vec<(String, String)> {
                         c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
                         c.get("image").and_then(Value::as_str).unwrap_or("").to_string(),
                     )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn container_specs(pod: &Value) -> Vec<ContainerSpec> {
+    let field = |c: &Value, key: &str| c.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| ContainerSpec {
+                    name: field(c, "name"),
+                    image: field(c, "image"),
+                    pull_policy: field(c, "imagePullPolicy"),
                 })
                 .collect()
         })

@@ -1,11 +1,17 @@
-//! The simulated cluster around the API server: nodes, scheduler and kubelet.
+//! The simulated cluster around the API server: nodes, scheduler, kubelet, and the namespace
+//! controllers.
 
 pub mod annotations;
+pub mod backoff;
+pub mod container_log;
 pub mod disruption;
 pub mod event_recorder;
 pub mod kubelet;
+pub mod namespace_conditions;
+pub mod namespace_defaults;
 pub mod node_lifecycle;
 pub mod nodes;
+pub mod pod_events;
 pub mod scheduler;
 pub mod taint_eviction;
 pub mod taints;

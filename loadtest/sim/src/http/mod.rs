@@ -4,6 +4,7 @@
 mod admin;
 mod audited;
 mod list;
+mod pod_streams;
 mod query;
 mod resource;
 mod route;
@@ -65,7 +66,7 @@ pub struct Reply {
 
 enum ReplyBody {
     Bytes(Bytes, &'static str),
-    Stream(mpsc::Receiver<Bytes>),
+    Stream(mpsc::Receiver<Bytes>, &'static str),
 }
 
 impl Reply {
@@ -88,7 +89,19 @@ impl Reply {
     }
 
     fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
-        Self { status: StatusCode::OK, body: ReplyBody::Stream(rx), warnings: Vec::new(), retry_after: None }
+        Self::stream_of(rx, "application/json")
+    }
+
+    /// A chunked 200 of `content_type`, flushed per message, ended when the sender drops.
+    pub fn stream_of(rx: mpsc::Receiver<Bytes>, content_type: &'static str) -> Self {
+        let body = ReplyBody::Stream(rx, content_type);
+        Self { status: StatusCode::OK, body, warnings: Vec::new(), retry_after: None }
+    }
+
+    /// A 200 with a body of `content_type`.
+    pub fn bytes_of(body: Bytes, content_type: &'static str) -> Self {
+        let body = ReplyBody::Bytes(body, content_type);
+        Self { status: StatusCode::OK, body, warnings: Vec::new(), retry_after: None }
     }
 
     fn error(e: &ApiError) -> Self {
@@ -120,10 +133,10 @@ impl Reply {
             ReplyBody::Bytes(b, ct) => {
                 builder.header(http::header::CONTENT_TYPE, ct).body(Full::new(b).boxed())
             }
-            ReplyBody::Stream(rx) => {
+            ReplyBody::Stream(rx, ct) => {
                 let stream = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
                 builder
-                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .header(http::header::CONTENT_TYPE, ct)
                     .header(http::header::CACHE_CONTROL, "no-cache, private")
                     .body(BodyExt::boxed(StreamBody::new(stream)))
             }

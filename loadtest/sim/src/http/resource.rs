@@ -51,11 +51,16 @@ pub async fn handle(
     {
         return evict(shared, method, &namespace, name, q, headers, &body);
     }
+    if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref())
+        && super::pod_streams::serves(&target, sub)
+    {
+        return super::pod_streams::handle(shared, method, &namespace, name, sub, q).await;
+    }
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if target.rt.has_status => Subresource::Status,
         Some("finalize") if target.rt.is("", "namespaces") => Subresource::Main,
-        Some(_) => return Err(ApiError::page_not_found()),
+        Some(other) => return Err(ApiError::subresource_not_found(&target.rt, other)),
     };
     let table = accept_table(headers, q)?;
     let opts = write_options(q)?;
