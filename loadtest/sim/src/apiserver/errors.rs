@@ -97,6 +97,24 @@ impl ApiError {
         e
     }
 
+    /// A 422 for an object of no known kind (`errors.NewInvalid(schema.GroupKind{}, "", errs)`),
+    /// as the patch handler answers when the patched document does not decode: the message
+    /// starts with ` "" is invalid:` and the details carry only the causes.
+    pub fn invalid_unnamed(errors: &[FieldError]) -> Self {
+        let list: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+        let rendered = if list.len() == 1 { list[0].to_string() } else { format!("[{}]", list.join(", ")) };
+        let mut e = Self::new(422, "Invalid", format!(" \"\" is invalid: {rendered}"));
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|fe| {
+                let detail = fe.message.strip_prefix(&format!("{}: ", fe.field)).unwrap_or(&fe.message);
+                json!({ "reason": fe.kind.reason(), "message": detail, "field": fe.field })
+            })
+            .collect();
+        e.details = Some(Box::new(json!({ "causes": causes })));
+        e
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

@@ -369,6 +369,9 @@ impl ApiServer {
                 }
             }
             .map_err(patch_error)?;
+            if !patched.is_object() {
+                return Err(patched_not_an_object(&patched, name));
+            }
             let mut patched = patched;
             // A patch conflicts only if it names a resourceVersion itself.
             let requested_rv = meta::str_field(&patched, "resourceVersion").map(str::to_string);
@@ -769,6 +772,29 @@ fn patch_error(e: patch::PatchError) -> ApiError {
     err.code = e.http_status();
     err.reason = e.reason();
     err
+}
+
+/// The Status for a JSON or merge patch whose result is not an object. The apiserver decodes the
+/// patched document into the typed object (handlers/patch.go `applyPatchToCurrentObject`): `null`
+/// decodes to an object without a name (`checkName`: 400), anything else fails the codec's
+/// apiVersion/kind probe (`SimpleMetaFactory.Interpret`), reported as a 422 on the field `patch`.
+fn patched_not_an_object(patched: &Value, name: &str) -> ApiError {
+    if patched.is_null() {
+        return ApiError::bad_request(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        ));
+    }
+    let kind = match patched {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        _ => "array",
+    };
+    let detail = format!(
+        "couldn't get version/kind; json parse error: json: cannot unmarshal {kind} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+    );
+    let text = serde_json::to_string(patched).unwrap_or_default();
+    ApiError::invalid_unnamed(&[crate::field_error::FieldError::invalid("patch", &json!(text), &detail)])
 }
 
 /// Parses a YAML or JSON body.

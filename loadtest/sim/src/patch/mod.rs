@@ -10,6 +10,8 @@
 
 mod apply;
 mod error;
+#[cfg(test)]
+mod fuzz_tests;
 mod goval;
 mod json;
 mod merge;
