@@ -5,8 +5,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::meta::{self, meta_mut};
-use super::{ApiError, ApiServer, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Target, View, events};
+use super::{
+    ApiError, ApiServer, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Target, View, decode, events,
+};
 use crate::admission;
+use crate::fields::FieldValidation;
 use crate::patch::{self, PatchType, SchemaKind};
 use crate::resources::ResourceType;
 use crate::store::{Expect, Prepared, RV_PLACEHOLDER, StoreError, StoredObject, materialize};
@@ -23,6 +26,18 @@ pub struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub force: bool,
+    /// What to do with unknown and duplicate fields of a patch (create and update bodies are
+    /// checked by the HTTP layer, which has their bytes).
+    pub field_validation: crate::fields::FieldValidation,
+}
+
+/// The answer to a PATCH: the object, whether an apply patch created it, and warnings for the
+/// `Warning` header.
+#[derive(Debug)]
+pub struct Patched {
+    pub object: Arc<StoredObject>,
+    pub created: bool,
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,7 +322,7 @@ impl ApiServer {
         body: &[u8],
         sub: Subresource,
         opts: &WriteOptions,
-    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+    ) -> Result<Patched, ApiError> {
         let patch_value: Option<Value> = match patch_type {
             PatchType::Json => None,
             PatchType::Apply => Some(parse_yaml_or_json(body)?),
@@ -318,6 +333,17 @@ impl ApiServer {
         if patch_type == PatchType::StrategicMerge && schema.is_none() {
             return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
         }
+        if patch_type == PatchType::Apply
+            && opts.field_manager.is_some()
+            && let Some(applied @ Value::Object(_)) = &patch_value
+        {
+            decode::check_applied(&target.rt, applied)?;
+        }
+        let patch_issues = match (patch_type, opts.field_validation) {
+            (_, FieldValidation::Ignore) | (PatchType::Apply, _) => Vec::new(),
+            (PatchType::Json, _) => decode::patch_body_issues(body, true),
+            _ => decode::patch_body_issues(body, false),
+        };
         loop {
             let current = match self.store.get(target.rid, namespace, name) {
                 Some(c) => c,
@@ -335,7 +361,8 @@ impl ApiServer {
                     if meta::name(&obj).is_empty() {
                         meta_mut(&mut obj).insert("name".into(), json!(name));
                     }
-                    return self.create(target, namespace, obj, opts).map(|o| (o, true));
+                    let object = self.create(target, namespace, obj, opts)?;
+                    return Ok(Patched { object, created: true, warnings: Vec::new() });
                 }
                 None => return Err(ApiError::not_found(&target.rt, name)),
             };
@@ -373,6 +400,21 @@ impl ApiServer {
                 return Err(patched_not_an_object(&patched, name));
             }
             let mut patched = patched;
+            let warnings = if patch_type == PatchType::Apply {
+                Vec::new()
+            } else {
+                let smp = patch_value.as_ref().filter(|_| patch_type == PatchType::StrategicMerge);
+                decode::check_patched(
+                    &target.rt,
+                    &mut patched,
+                    patch_issues.clone(),
+                    |original| match smp {
+                        Some(p) => patch::go_format(p),
+                        None => decode::sorted_json(original),
+                    },
+                    opts.field_validation,
+                )?
+            };
             // A patch conflicts only if it names a resourceVersion itself.
             let requested_rv = meta::str_field(&patched, "resourceVersion").map(str::to_string);
             let live_rv = current.rv.to_string();
@@ -391,7 +433,7 @@ impl ApiServer {
                 Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
-                Ok(stored) => return Ok((stored, false)),
+                Ok(object) => return Ok(Patched { object, created: false, warnings }),
             }
         }
     }

@@ -10,9 +10,11 @@ use super::list::{self, Filter};
 use super::query::Query;
 use super::route::ResourcePath;
 use super::{Reply, Shared};
+use crate::apiserver::decode;
 use crate::apiserver::{
     ApiError, DeleteOptions, Propagation, Subresource, Target, WriteOptions, parse_yaml_or_json,
 };
+use crate::fields::{self, FieldValidation};
 use crate::kubectl::{self, IncludeObject};
 use crate::patch::PatchType;
 
@@ -52,7 +54,7 @@ pub async fn handle(
         Some(_) => return Err(ApiError::page_not_found()),
     };
     let table = accept_table(headers, q)?;
-    let opts = write_options(q)?;
+    let opts = write_options(q, method)?;
     match (method.as_str(), path.name.as_deref()) {
         ("GET", Some(name)) => {
             let obj = shared.api.get(&target, &namespace, name)?;
@@ -102,23 +104,28 @@ pub async fn handle(
             if target.rt.namespaced && path.namespace.is_none() {
                 return Err(ApiError::method_not_supported(&target.rt, "create"));
             }
-            let obj = decode_body(headers, &body)?;
+            let (obj, warnings) = decode_object(&target, headers, &body, &opts)?;
             let created = shared.api.create(&target, &namespace, obj, &opts)?;
-            Ok(Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created)))
+            let mut reply = Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created));
+            reply.warnings = warnings;
+            Ok(reply)
         }
         ("PUT", Some(name)) => {
-            let obj = decode_body(headers, &body)?;
+            let (obj, warnings) = decode_object(&target, headers, &body, &opts)?;
             let updated = shared.api.update(&target, &namespace, name, obj, sub, &opts)?;
-            Ok(Reply::bytes(StatusCode::OK, shared.api.render(&target, &updated)))
+            let mut reply = Reply::bytes(StatusCode::OK, shared.api.render(&target, &updated));
+            reply.warnings = warnings;
+            Ok(reply)
         }
         ("PATCH", Some(name)) => {
             let ct = content_type(headers);
             let patch_type =
                 PatchType::from_content_type(&ct).ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
-            let (patched, created) =
-                shared.api.patch(&target, &namespace, name, patch_type, &body, sub, &opts)?;
-            let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-            Ok(Reply::bytes(status, shared.api.render(&target, &patched)))
+            let patched = shared.api.patch(&target, &namespace, name, patch_type, &body, sub, &opts)?;
+            let status = if patched.created { StatusCode::CREATED } else { StatusCode::OK };
+            let mut reply = Reply::bytes(status, shared.api.render(&target, &patched.object));
+            reply.warnings = patched.warnings;
+            Ok(reply)
         }
         ("DELETE", Some(name)) => {
             let dopts = delete_options(q, &body)?;
@@ -190,7 +197,29 @@ fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
+/// A create or update body, decoded and checked for unknown and duplicate fields as the
+/// apiserver's strict decoder does; the warnings go in the `Warning` header.
+fn decode_object(
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let ct = content_type(headers);
+    let is_json = matches!(ct.split(';').next().unwrap_or("").trim(), "" | "application/json" | "*/*");
+    let (mut obj, events) = if is_json && opts.field_validation != FieldValidation::Ignore {
+        let (obj, events) = fields::json_keys::parse(body)
+            .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
+        (obj, Some(events))
+    } else {
+        (decode_body(headers, body)?, None)
+    };
+    let events = if is_json { Some(events.as_deref().unwrap_or(&[])) } else { None };
+    let warnings = decode::check_body(&target.rt, &mut obj, events, opts.field_validation)?;
+    Ok((obj, warnings))
+}
+
+fn write_options(q: &Query, method: &Method) -> Result<WriteOptions, ApiError> {
     let dry_run = match q.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -200,10 +229,23 @@ fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
             )));
         }
     };
+    let options_kind = match method.as_str() {
+        "POST" => "CreateOptions",
+        "PUT" => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let field_validation = match FieldValidation::parse(q.get("fieldValidation")) {
+        Ok(v) => v,
+        Err(detail) if matches!(method.as_str(), "POST" | "PUT" | "PATCH") => {
+            return Err(decode::invalid_field_validation(options_kind, &detail));
+        }
+        Err(_) => FieldValidation::default(),
+    };
     Ok(WriteOptions {
         dry_run,
         field_manager: q.non_empty("fieldManager").map(str::to_string),
         force: q.flag("force"),
+        field_validation,
     })
 }
 

@@ -119,6 +119,12 @@ fn smp_error(e: strategic::SmpError) -> PatchError {
     }
 }
 
+/// Go's `fmt.Sprintf("%v", v)` of a decoded JSON value (`map[a:1 b:[x y]]`), as upstream error
+/// texts print patches.
+pub fn go_format(v: &Value) -> String {
+    goval::fmt(v)
+}
+
 /// Drops `$`-prefixed keys and null-valued members from every object, as decoding into a Go
 /// struct does (no field is named `$…`; a null leaves an omitempty field unset). No object key
 /// of a valid built-in object starts with `$` (label, annotation and data keys cannot).
