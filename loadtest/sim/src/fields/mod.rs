@@ -57,59 +57,148 @@ pub struct Dropped {
 }
 
 /// Removes from `obj` what decoding it into its k8s-openapi type drops: unknown fields (listed
-/// in the result) and null members. `None` when the kind is not typed here (custom resources);
-/// `Err` with the decoder's message when the object does not decode (a wrong type somewhere).
-/// `obj` must carry its `apiVersion` and `kind`.
+/// in the result) and null members; and what encoding the Go struct back omits: empty maps and
+/// empty optional lists (`omitempty`: `labels: {}`, `finalizers: []`). `None` when the kind is
+/// not typed here (custom resources); `Err` with the decoder's message when the object does not
+/// decode (a wrong type somewhere). `obj` must carry its `apiVersion` and `kind`.
 pub fn prune_unknown(obj: &mut Value, order: Order) -> Option<Result<Dropped, String>> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str)?;
-    let kind = obj.get("kind").and_then(Value::as_str)?;
-    let round_trip = typed::round_trip_for(api_version, kind)?;
+    let kind = obj.get("kind").and_then(Value::as_str)?.to_string();
+    let round_trip = typed::round_trip_for(api_version, &kind)?;
     Some(round_trip(obj).map(|typed| {
         let mut dropped = Dropped::default();
-        let mut path = String::new();
-        walk(obj, &typed, &mut path, order, &mut dropped.unknown);
+        let mut walker = Walker { order, path: String::new(), segments: Vec::new(), empties: Vec::new() };
+        walker.walk(obj, &typed, &mut dropped.unknown);
+        // A CRD's schema is free-form JSON (`default: {}` means something); leave it as sent.
+        if kind != "CustomResourceDefinition" {
+            drop_omitted_empties(obj, std::mem::take(&mut walker.empties), round_trip);
+        }
         dropped
     }))
 }
 
-fn walk(obj: &mut Value, typed: &Value, path: &mut String, order: Order, unknown: &mut Vec<String>) {
-    match (obj, typed) {
-        (Value::Object(o), Value::Object(t)) => {
-            let mut keys: Vec<String> = o.keys().cloned().collect();
-            if order == Order::Sorted {
-                keys.sort();
-            }
-            for k in keys {
-                let len = path.len();
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&k);
-                match t.get(&k) {
-                    Some(tv) => {
-                        if let Some(v) = o.get_mut(&k) {
-                            walk(v, tv, path, order, unknown);
-                        }
-                    }
-                    None => {
-                        if o.get(&k).is_some_and(|v| !v.is_null()) {
-                            unknown.push(path.clone());
-                        }
-                        o.shift_remove(&k);
-                    }
-                }
-                path.truncate(len);
-            }
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+fn pointer_mut<'a>(v: &'a mut Value, path: &[Segment]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, s| match s {
+        Segment::Key(k) => v.get_mut(k.as_str()),
+        Segment::Index(i) => v.get_mut(*i),
+    })
+}
+
+fn pointer<'a>(v: &'a Value, path: &[Segment]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, s| match s {
+        Segment::Key(k) => v.get(k.as_str()),
+        Segment::Index(i) => v.get(*i),
+    })
+}
+
+/// A key no Kubernetes type has, to tell a map (which keeps it) from a struct (which drops it).
+const PROBE_KEY: &str = "\u{0}omitempty-probe";
+
+/// Drops the empty objects and lists (found at `empties`, object members all) that Go's encoder
+/// omits: maps (`omitempty` on every map field of the API) and lists that are optional. One more
+/// round trip tells them apart from empty structs (`emptyDir: {}`, kept) and required lists
+/// (`containers: []`, kept): in a copy, each empty list is removed and each empty object gets a
+/// probe key; a list that does not come back was optional, an object that keeps the probe is a map.
+fn drop_omitted_empties(obj: &mut Value, empties: Vec<Vec<Segment>>, round_trip: typed::RoundTrip) {
+    if empties.is_empty() {
+        return;
+    }
+    let mut probe = obj.clone();
+    // Deepest first, so removing a list does not shift a path still to visit.
+    for path in empties.iter().rev() {
+        let (Some((Segment::Key(last), parent)), Some(value)) = (path.split_last(), pointer(obj, path))
+        else {
+            continue;
+        };
+        let Some(Value::Object(parent)) = pointer_mut(&mut probe, parent) else { continue };
+        if value.is_array() {
+            parent.shift_remove(last);
+        } else if let Some(Value::Object(m)) = parent.get_mut(last) {
+            m.insert(PROBE_KEY.to_string(), Value::String(String::new()));
         }
-        (Value::Array(o), Value::Array(t)) => {
-            for (i, (v, tv)) in o.iter_mut().zip(t).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                walk(v, tv, path, order, unknown);
-                path.truncate(len);
-            }
+    }
+    let Ok(typed) = round_trip(&probe) else { return };
+    for path in empties.iter().rev() {
+        let Some((Segment::Key(last), parent_path)) = path.split_last() else { continue };
+        let omitted = match pointer(obj, path) {
+            Some(Value::Array(_)) => pointer(&typed, path).is_none(),
+            Some(Value::Object(_)) => pointer(&typed, path).and_then(|v| v.get(PROBE_KEY)).is_some(),
+            _ => false,
+        };
+        if omitted && let Some(Value::Object(parent)) = pointer_mut(obj, parent_path) {
+            parent.shift_remove(last);
         }
-        _ => {}
+    }
+}
+
+struct Walker {
+    order: Order,
+    path: String,
+    segments: Vec<Segment>,
+    /// Empty objects and lists of known fields, in document order.
+    empties: Vec<Vec<Segment>>,
+}
+
+impl Walker {
+    fn walk(&mut self, obj: &mut Value, typed: &Value, unknown: &mut Vec<String>) {
+        match (obj, typed) {
+            (Value::Object(o), Value::Object(t)) => {
+                let mut keys: Vec<String> = o.keys().cloned().collect();
+                if self.order == Order::Sorted {
+                    keys.sort();
+                }
+                for k in keys {
+                    let len = self.path.len();
+                    if !self.path.is_empty() {
+                        self.path.push('.');
+                    }
+                    self.path.push_str(&k);
+                    self.segments.push(Segment::Key(k.clone()));
+                    match (t.get(&k), o.get_mut(&k)) {
+                        (Some(tv), Some(v)) => {
+                            let empty = match v {
+                                Value::Object(m) => m.is_empty(),
+                                Value::Array(a) => a.is_empty(),
+                                _ => false,
+                            };
+                            // managedFields' fieldsV1 is free-form: `{}` there is a value.
+                            let free_form = self.path.starts_with("metadata.managedFields");
+                            if empty && !free_form {
+                                self.empties.push(self.segments.clone());
+                            }
+                            self.walk(v, tv, unknown);
+                        }
+                        (None, v) => {
+                            if v.is_some_and(|v| !v.is_null()) {
+                                unknown.push(self.path.clone());
+                            }
+                            o.shift_remove(&k);
+                        }
+                        (Some(_), None) => {}
+                    }
+                    self.segments.pop();
+                    self.path.truncate(len);
+                }
+            }
+            (Value::Array(o), Value::Array(t)) => {
+                for (i, (v, tv)) in o.iter_mut().zip(t).enumerate() {
+                    let len = self.path.len();
+                    self.path.push_str(&format!("[{i}]"));
+                    self.segments.push(Segment::Index(i));
+                    self.walk(v, tv, unknown);
+                    self.segments.pop();
+                    self.path.truncate(len);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -241,6 +330,46 @@ mod tests {
         let before = crd.clone();
         assert!(prune_unknown(&mut crd, Order::Document).unwrap().unwrap().unknown.is_empty());
         assert_eq!(crd, before);
+    }
+
+    /// Go's encoder omits empty maps and empty optional lists (`omitempty`), never empty structs
+    /// or required lists.
+    #[test]
+    fn empty_maps_and_optional_lists_are_omitted() {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": []},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "env": [], "resources": {"limits": {}},
+                    "securityContext": {}}],
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "nodeSelector": {}, "tolerations": []
+            },
+            "status": {}
+        });
+        let dropped = prune_unknown(&mut pod, Order::Document).unwrap().unwrap();
+        assert!(dropped.unknown.is_empty());
+        assert_eq!(
+            pod,
+            json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {
+                    "containers": [{"name": "c", "image": "i", "resources": {}, "securityContext": {}}],
+                    "volumes": [{"name": "v", "emptyDir": {}}]
+                },
+                "status": {}
+            })
+        );
+        // A required list stays, even empty (validation reports it).
+        let mut job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"containers": []}}}});
+        prune_unknown(&mut job, Order::Document).unwrap().unwrap();
+        assert_eq!(job["spec"]["template"]["spec"]["containers"], json!([]));
+        // managedFields entries keep an empty fieldsV1.
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}]}});
+        prune_unknown(&mut cm, Order::Document).unwrap().unwrap();
+        assert_eq!(cm["metadata"]["managedFields"][0]["fieldsV1"], json!({}));
     }
 
     #[test]
