@@ -118,3 +118,104 @@ async fn diff_of_an_unchanged_applied_object_is_empty() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("+    a: b"), "{stdout}");
 }
+
+fn cm_yaml(data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned\ndata:\n{data}")
+}
+
+/// `kubectl apply --server-side` by two field managers: a conflicting value is a 409 that names
+/// the other manager and the field; `--force-conflicts` takes the field over; a field a manager
+/// stops applying is removed; `get --show-managed-fields` shows the entries.
+#[tokio::test]
+async fn server_side_apply_conflicts_force_and_pruning() {
+    let sim = common::api_only().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let f = k.write("one.yaml", &cm_yaml("  x: \"1\"\n  k: \"1\"\n"));
+    k.ok(&["apply", "--server-side", "--field-manager=one", "-f", &f]).await;
+
+    let f2 = k.write("two.yaml", &cm_yaml("  x: \"2\"\n"));
+    let out = k.run(&["apply", "--server-side", "--field-manager=two", "-f", &f2]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("Apply failed with 1 conflict: conflict with \"one\": .data.x"), "{stderr}");
+
+    let out = k.run(&["apply", "--server-side", "--field-manager=two", "--force-conflicts", "-f", &f2]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let yaml = k.ok(&["get", "configmap", "owned", "-o", "yaml", "--show-managed-fields"]).await;
+    assert!(yaml.contains("manager: one") && yaml.contains("manager: two"), "{yaml}");
+    assert!(yaml.contains("operation: Apply") && yaml.contains("fieldsV1:"), "{yaml}");
+    let got: Value = serde_json::from_str(
+        &k.ok(&["get", "configmap", "owned", "-o", "json", "--show-managed-fields"]).await,
+    )
+    .unwrap();
+    assert_eq!(got["data"], serde_json::json!({"x": "2", "k": "1"}));
+    let one = got["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["manager"] == "one"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(one["fieldsV1"], serde_json::json!({"f:data": {"f:k": {}}}), "x changed hands: {got}");
+
+    // Manager one stops applying k: it is removed (nobody else owns it).
+    let f = k.write("one.yaml", &cm_yaml("  z: \"1\"\n"));
+    k.ok(&["apply", "--server-side", "--field-manager=one", "-f", &f]).await;
+    let got: Value = serde_json::from_str(
+        &k.ok(&["get", "configmap", "owned", "-o", "json", "--show-managed-fields"]).await,
+    )
+    .unwrap();
+    assert_eq!(got["data"], serde_json::json!({"x": "2", "z": "1"}));
+}
+
+/// A client-side apply records an `Update` entry for `kubectl-client-side-apply`; a server-side
+/// apply by another manager that changes its fields conflicts with it, named with its version.
+#[tokio::test]
+async fn server_side_apply_after_client_side_apply() {
+    let sim = common::api_only().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let f = k.write("cm.yaml", &cm_yaml("  x: \"1\"\n"));
+    k.ok(&["apply", "-f", &f]).await;
+    let got: Value = serde_json::from_str(
+        &k.ok(&["get", "configmap", "owned", "-o", "json", "--show-managed-fields"]).await,
+    )
+    .unwrap();
+    let managers: Vec<(&str, &str)> = got["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| (e["manager"].as_str().unwrap_or(""), e["operation"].as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(managers, [("kubectl-client-side-apply", "Update")], "{got}");
+
+    let f2 = k.write("cm2.yaml", &cm_yaml("  x: \"2\"\n"));
+    let out = k.run(&["apply", "--server-side", "--field-manager=other", "-f", &f2]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.x"
+        ),
+        "{stderr}"
+    );
+    // kubectl's own manager upgrades from client-side apply without a conflict.
+    k.ok(&["apply", "--server-side", "-f", &f2]).await;
+    let got: Value = serde_json::from_str(
+        &k.ok(&["get", "configmap", "owned", "-o", "json", "--show-managed-fields"]).await,
+    )
+    .unwrap();
+    assert_eq!(got["data"]["x"], "2");
+
+    // kubectl patch and edit-like writes are Update entries of their own manager.
+    k.ok(&["patch", "configmap", "owned", "-p", r#"{"data":{"p":"1"}}"#]).await;
+    let got: Value = serde_json::from_str(
+        &k.ok(&["get", "configmap", "owned", "-o", "json", "--show-managed-fields"]).await,
+    )
+    .unwrap();
+    let patcher = got["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["manager"] == "kubectl-patch"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(patcher["operation"], "Update", "{got}");
+    assert_eq!(patcher["fieldsV1"], serde_json::json!({"f:data": {"f:p": {}}}));
+}

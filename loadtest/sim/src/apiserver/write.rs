@@ -29,6 +29,19 @@ pub struct WriteOptions {
     /// What to do with unknown and duplicate fields of a patch (create and update bodies are
     /// checked by the HTTP layer, which has their bytes).
     pub field_validation: crate::fields::FieldValidation,
+    /// Who makes a non-apply write, for its `Update` managedFields entry (`fieldManager`, else
+    /// derived from the User-Agent); `None` for the sim's own controllers (not tracked).
+    pub manager: Option<String>,
+}
+
+/// The part of an object a write owns fields of: the status subresource owns `status`, the main
+/// resource of a kind with one everything else.
+fn part_of(rt: &ResourceType, sub: Subresource) -> patch::Part {
+    match sub {
+        Subresource::Status => patch::Part::Status,
+        Subresource::Main if rt.has_status => patch::Part::Main,
+        Subresource::Main => patch::Part::All,
+    }
 }
 
 /// The answer to a PATCH: the object, whether an apply patch created it, and warnings for the
@@ -240,6 +253,20 @@ impl ApiServer {
         }
         admission::admit_create(&api_version, &rt.kind, &mut obj)
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
+        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+            let part = part_of(&rt, Subresource::Main);
+            patch::track_update(
+                None,
+                &mut obj,
+                kind.as_ref(),
+                part,
+                manager,
+                &api_version,
+                "",
+                &meta::now_seconds(),
+            );
+        }
         let attempts = if name.is_empty() { GENERATE_NAME_ATTEMPTS } else { 1 };
         for attempt in 0..attempts {
             let mut candidate = if attempt + 1 == attempts { std::mem::take(&mut obj) } else { obj.clone() };
@@ -339,6 +366,10 @@ impl ApiServer {
         {
             decode::check_applied(&target.rt, applied)?;
         }
+        let apply_options = patch::ApplyOptions { force: opts.force, part: part_of(&target.rt, sub) };
+        // An apply records its own entry; the write after it is not an Update of anyone.
+        let untracked = WriteOptions { manager: None, ..opts.clone() };
+        let write_opts = if patch_type == PatchType::Apply { &untracked } else { opts };
         let patch_issues = match (patch_type, opts.field_validation) {
             (_, FieldValidation::Ignore) | (PatchType::Apply, _) => Vec::new(),
             (PatchType::Json, _) => decode::patch_body_issues(body, true),
@@ -356,12 +387,14 @@ impl ApiServer {
                         schema.as_ref(),
                         &manager,
                         &meta::now_seconds(),
+                        apply_options,
                     )
                     .map_err(patch_error)?;
                     if meta::name(&obj).is_empty() {
                         meta_mut(&mut obj).insert("name".into(), json!(name));
                     }
-                    let object = self.create(target, namespace, obj, opts)?;
+                    drop_what_go_omits(&mut obj);
+                    let object = self.create(target, namespace, obj, &untracked)?;
                     return Ok(Patched { object, created: true, warnings: Vec::new() });
                 }
                 None => return Err(ApiError::not_found(&target.rt, name)),
@@ -392,7 +425,12 @@ impl ApiServer {
                         schema.as_ref(),
                         &manager,
                         &meta::now_seconds(),
+                        apply_options,
                     )
+                    .map(|mut obj| {
+                        drop_what_go_omits(&mut obj);
+                        obj
+                    })
                 }
             }
             .map_err(patch_error)?;
@@ -429,7 +467,7 @@ impl ApiServer {
                 View::Native => live,
                 View::EventsV1 => current.value(),
             };
-            match self.replace(target, &current, old, obj, sub, opts) {
+            match self.replace(target, &current, old, obj, sub, write_opts) {
                 Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -544,6 +582,21 @@ impl ApiServer {
             Subresource::Status => admission::admit_status_update(&api_version, &rt.kind, &old, &mut obj),
         };
         admitted.map_err(|errs| Retry::Fail(ApiError::invalid(&rt, &name, &errs)))?;
+        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+            let subresource = if sub == Subresource::Status { "status" } else { "" };
+            let now = meta::now_seconds();
+            patch::track_update(
+                Some(&old),
+                &mut obj,
+                kind.as_ref(),
+                part_of(&rt, sub),
+                manager,
+                &api_version,
+                subresource,
+                &now,
+            );
+        }
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
         if obj == old {
@@ -813,7 +866,23 @@ fn patch_error(e: patch::PatchError) -> ApiError {
     let mut err = ApiError::bad_request(e.message());
     err.code = e.http_status();
     err.reason = e.reason();
+    if let patch::PatchError::Conflicts(conflicts) = &e {
+        // errors.NewApplyConflict: one cause per conflicting field.
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|(manager, path)| {
+                json!({"reason": "FieldManagerConflict", "message": format!("conflict with {manager}"), "field": path})
+            })
+            .collect();
+        err.details = Some(Box::new(json!({ "causes": causes })));
+    }
     err
+}
+
+/// What Go's encoder omits from an applied object (null members, empty maps and optional
+/// lists), as the apiserver's typed round trip drops them.
+fn drop_what_go_omits(obj: &mut Value) {
+    let _ = crate::fields::prune_unknown(obj, crate::fields::Order::Sorted);
 }
 
 /// The Status for a JSON or merge patch whose result is not an object. The apiserver decodes the

@@ -16,7 +16,7 @@ use crate::apiserver::{
 };
 use crate::fields::{self, FieldValidation};
 use crate::kubectl::{self, IncludeObject};
-use crate::patch::PatchType;
+use crate::patch::{self, PatchType};
 
 /// The verb a request maps to, as the apiserver names it (for counters and fault rules).
 pub fn verb(method: &Method, path: &ResourcePath, q: &Query) -> &'static str {
@@ -54,7 +54,10 @@ pub async fn handle(
         Some(_) => return Err(ApiError::page_not_found()),
     };
     let table = accept_table(headers, q)?;
-    let opts = write_options(q, method)?;
+    let mut opts = write_options(q, method)?;
+    let user_agent = headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    opts.manager =
+        Some(opts.field_manager.clone().unwrap_or_else(|| patch::manager_from_user_agent(user_agent)));
     match (method.as_str(), path.name.as_deref()) {
         ("GET", Some(name)) => {
             let obj = shared.api.get(&target, &namespace, name)?;
@@ -246,6 +249,7 @@ fn write_options(q: &Query, method: &Method) -> Result<WriteOptions, ApiError> {
         field_manager: q.non_empty("fieldManager").map(str::to_string),
         force: q.flag("force"),
         field_validation,
+        manager: None,
     })
 }
 

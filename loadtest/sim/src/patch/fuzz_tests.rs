@@ -188,14 +188,14 @@ proptest! {
 
     #[test]
     fn apply_patch_never_panics(live in prop_oneof![Just(None), Just(Some(live_job())), arb_json().prop_map(Some)], applied in arb_json()) {
-        let _ = apply_server_side(live.as_ref(), &applied, Some(&job_schema()), "mgr", "2026-01-01T00:00:00Z");
-        let _ = apply_server_side(live.as_ref(), &applied, None, "mgr", "2026-01-01T00:00:00Z");
+        let _ = apply_server_side(live.as_ref(), &applied, Some(&job_schema()), "mgr", "2026-01-01T00:00:00Z", ApplyOptions::default());
+        let _ = apply_server_side(live.as_ref(), &applied, None, "mgr", "2026-01-01T00:00:00Z", ApplyOptions::default());
     }
 
     #[test]
     fn apply_patch_bodies_never_panic(body in bodies()) {
         if let Ok(applied) = parse_yaml_or_json(&body) {
-            let _ = apply_server_side(Some(&live_job()), &applied, Some(&job_schema()), "mgr", "2026-01-01T00:00:00Z");
+            let _ = apply_server_side(Some(&live_job()), &applied, Some(&job_schema()), "mgr", "2026-01-01T00:00:00Z", ApplyOptions::default());
         }
     }
 }

@@ -14,6 +14,7 @@ mod error;
 mod fuzz_tests;
 mod goval;
 mod json;
+mod managed;
 mod merge;
 mod schema;
 mod strategic;
@@ -22,9 +23,10 @@ mod strategic_tests;
 
 use serde_json::{Map, Value};
 
-pub use apply::apply_server_side;
+pub use apply::{ApplyOptions, apply_server_side};
 pub use error::{BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES, GENERIC_INVALID_MESSAGE, PatchError};
 pub use json::{MAX_JSON_PATCH_OPERATIONS, apply_json_patch};
+pub use managed::{Part, manager_from_user_agent, track_update};
 pub use merge::{apply_merge_patch, parse_merge_patch};
 pub use schema::SchemaKind;
 
