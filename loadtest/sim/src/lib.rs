@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod counters;
 pub mod faults;
 pub mod field_error;
+pub mod fields;
 pub mod gc;
 pub mod go_fmt;
 pub mod http;

@@ -125,30 +125,21 @@ impl ApiError {
         e
     }
 
-    /// A patch whose result is not an object: the apiserver's decode of the patched JSON fails,
-    /// and `jsonPatcher.applyPatchToCurrentObject` answers `NewInvalid(GroupKind{}, "", …)` on the
-    /// field `patch`.
-    pub fn patched_not_an_object(patched: &Value) -> Self {
-        let go_type = match patched {
-            Value::Array(_) => "array",
-            Value::String(_) => "string",
-            Value::Number(_) => "number",
-            Value::Bool(_) => "bool",
-            Value::Null | Value::Object(_) => "",
-        };
-        let rendered = serde_json::to_string(patched).unwrap_or_default();
-        let why = if go_type.is_empty() {
-            format!("Object 'Kind' is missing in '{rendered}'")
-        } else {
-            format!(
-                "couldn't get version/kind; json parse error: json: cannot unmarshal {go_type} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
-            )
-        };
-        let detail = format!("Invalid value: {}: {why}", crate::go_fmt::go_quote(&rendered));
-        let mut e = Self::new(422, "Invalid", format!(" \"\" is invalid: patch: {detail}"));
-        e.details = Some(Box::new(json!({
-            "causes": [{ "reason": "FieldValueInvalid", "message": detail, "field": "patch" }]
-        })));
+    /// A 422 for an object of no known kind (`errors.NewInvalid(schema.GroupKind{}, "", errs)`),
+    /// as the patch handler answers when the patched document does not decode: the message
+    /// starts with ` "" is invalid:` and the details carry only the causes.
+    pub fn invalid_unnamed(errors: &[FieldError]) -> Self {
+        let list: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+        let rendered = if list.len() == 1 { list[0].to_string() } else { format!("[{}]", list.join(", ")) };
+        let mut e = Self::new(422, "Invalid", format!(" \"\" is invalid: {rendered}"));
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|fe| {
+                let detail = fe.message.strip_prefix(&format!("{}: ", fe.field)).unwrap_or(&fe.message);
+                json!({ "reason": fe.kind.reason(), "message": detail, "field": fe.field })
+            })
+            .collect();
+        e.details = Some(Box::new(json!({ "causes": causes })));
         e
     }
 

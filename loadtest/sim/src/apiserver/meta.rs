@@ -6,12 +6,19 @@ pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.as_object()
 }
 
-/// `obj.metadata`, created when missing or not an object.
+/// `obj.metadata`, created when missing or not an object. Callers pass objects; anything else
+/// is replaced by an empty object rather than panicking (serde_json's `IndexMut` would).
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
     }
-    obj["metadata"].as_object_mut().expect("metadata was just made an object")
+    let Value::Object(root) = obj else { unreachable!("the value was just made an object") };
+    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    let Value::Object(meta) = meta else { unreachable!("metadata was just made an object") };
+    meta
 }
 
 pub fn str_field<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {

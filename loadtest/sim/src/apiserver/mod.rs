@@ -2,6 +2,7 @@
 //! metadata rules, defaulting and validation, status subresources, finalizers, graceful pod
 //! deletion, and the notifications the garbage collector acts on.
 
+pub mod decode;
 pub mod errors;
 pub mod events;
 pub mod eviction;
@@ -18,7 +19,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub use errors::ApiError;
-pub use write::{DeleteOptions, Deleted, Propagation, Subresource, WriteOptions, parse_yaml_or_json};
+pub use write::{
+    DeleteOptions, Deleted, Patched, Propagation, Subresource, WriteOptions, parse_yaml_or_json,
+};
 
 use crate::resources::{Registry, ResourceKey, ResourceType};
 use crate::store::{ResourceId, Store, StoredObject};

@@ -5,8 +5,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::meta::{self, meta_mut};
-use super::{ApiError, ApiServer, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Target, View, events};
+use super::{
+    ApiError, ApiServer, FOREGROUND_FINALIZER, GcWork, ORPHAN_FINALIZER, Target, View, decode, events,
+};
 use crate::admission;
+use crate::fields::FieldValidation;
 use crate::patch::{self, PatchType, SchemaKind};
 use crate::resources::ResourceType;
 use crate::store::{Expect, Prepared, RV_PLACEHOLDER, StoreError, StoredObject, materialize};
@@ -23,6 +26,31 @@ pub struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub force: bool,
+    /// What to do with unknown and duplicate fields of a patch (create and update bodies are
+    /// checked by the HTTP layer, which has their bytes).
+    pub field_validation: crate::fields::FieldValidation,
+    /// Who makes a non-apply write, for its `Update` managedFields entry (`fieldManager`, else
+    /// derived from the User-Agent); `None` for the sim's own controllers (not tracked).
+    pub manager: Option<String>,
+}
+
+/// The part of an object a write owns fields of: the status subresource owns `status`, the main
+/// resource of a kind with one everything else.
+fn part_of(rt: &ResourceType, sub: Subresource) -> patch::Part {
+    match sub {
+        Subresource::Status => patch::Part::Status,
+        Subresource::Main if rt.has_status => patch::Part::Main,
+        Subresource::Main => patch::Part::All,
+    }
+}
+
+/// The answer to a PATCH: the object, whether an apply patch created it, and warnings for the
+/// `Warning` header.
+#[derive(Debug)]
+pub struct Patched {
+    pub object: Arc<StoredObject>,
+    pub created: bool,
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +253,20 @@ impl ApiServer {
         }
         admission::admit_create(&api_version, &rt.kind, &mut obj)
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
+        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+            let part = part_of(&rt, Subresource::Main);
+            patch::track_update(
+                None,
+                &mut obj,
+                kind.as_ref(),
+                part,
+                manager,
+                &api_version,
+                "",
+                &meta::now_seconds(),
+            );
+        }
         let attempts = if name.is_empty() { GENERATE_NAME_ATTEMPTS } else { 1 };
         for attempt in 0..attempts {
             let mut candidate = if attempt + 1 == attempts { std::mem::take(&mut obj) } else { obj.clone() };
@@ -310,7 +352,7 @@ impl ApiServer {
         body: &[u8],
         sub: Subresource,
         opts: &WriteOptions,
-    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+    ) -> Result<Patched, ApiError> {
         let patch_value: Option<Value> = match patch_type {
             PatchType::Json => None,
             PatchType::Apply => Some(parse_yaml_or_json(body)?),
@@ -321,6 +363,21 @@ impl ApiServer {
         if patch_type == PatchType::StrategicMerge && schema.is_none() {
             return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
         }
+        if patch_type == PatchType::Apply
+            && opts.field_manager.is_some()
+            && let Some(applied @ Value::Object(_)) = &patch_value
+        {
+            decode::check_applied(&target.rt, applied)?;
+        }
+        let apply_options = patch::ApplyOptions { force: opts.force, part: part_of(&target.rt, sub) };
+        // An apply records its own entry; the write after it is not an Update of anyone.
+        let untracked = WriteOptions { manager: None, ..opts.clone() };
+        let write_opts = if patch_type == PatchType::Apply { &untracked } else { opts };
+        let patch_issues = match (patch_type, opts.field_validation) {
+            (_, FieldValidation::Ignore) | (PatchType::Apply, _) => Vec::new(),
+            (PatchType::Json, _) => decode::patch_body_issues(body, true),
+            _ => decode::patch_body_issues(body, false),
+        };
         loop {
             let current = match self.store.get(target.rid, namespace, name) {
                 Some(c) => c,
@@ -333,12 +390,15 @@ impl ApiServer {
                         schema.as_ref(),
                         &manager,
                         &meta::now_seconds(),
+                        apply_options,
                     )
                     .map_err(patch_error)?;
                     if meta::name(&obj).is_empty() {
                         meta_mut(&mut obj).insert("name".into(), json!(name));
                     }
-                    return self.create(target, namespace, obj, opts).map(|o| (o, true));
+                    drop_what_go_omits(&mut obj);
+                    let object = self.create(target, namespace, obj, &untracked)?;
+                    return Ok(Patched { object, created: true, warnings: Vec::new() });
                 }
                 None => return Err(ApiError::not_found(&target.rt, name)),
             };
@@ -368,14 +428,34 @@ impl ApiServer {
                         schema.as_ref(),
                         &manager,
                         &meta::now_seconds(),
+                        apply_options,
                     )
+                    .map(|mut obj| {
+                        drop_what_go_omits(&mut obj);
+                        obj
+                    })
                 }
             }
             .map_err(patch_error)?;
             if !patched.is_object() {
-                return Err(ApiError::patched_not_an_object(&patched));
+                return Err(patched_not_an_object(&patched, name));
             }
             let mut patched = patched;
+            let warnings = if patch_type == PatchType::Apply {
+                Vec::new()
+            } else {
+                let smp = patch_value.as_ref().filter(|_| patch_type == PatchType::StrategicMerge);
+                decode::check_patched(
+                    &target.rt,
+                    &mut patched,
+                    patch_issues.clone(),
+                    |original| match smp {
+                        Some(p) => patch::go_format(p),
+                        None => decode::sorted_json(original),
+                    },
+                    opts.field_validation,
+                )?
+            };
             // A patch conflicts only if it names a resourceVersion itself.
             let requested_rv = meta::str_field(&patched, "resourceVersion").map(str::to_string);
             let live_rv = current.rv.to_string();
@@ -390,11 +470,11 @@ impl ApiServer {
                 View::Native => live,
                 View::EventsV1 => current.value(),
             };
-            match self.replace(target, &current, old, obj, sub, opts) {
+            match self.replace(target, &current, old, obj, sub, write_opts) {
                 Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
-                Ok(stored) => return Ok((stored, false)),
+                Ok(object) => return Ok(Patched { object, created: false, warnings }),
             }
         }
     }
@@ -507,6 +587,21 @@ impl ApiServer {
         admitted.map_err(|errs| Retry::Fail(ApiError::invalid(&rt, &name, &errs)))?;
         if rt.is("", "namespaces") {
             super::namespace::canonicalize(&mut obj);
+        }
+        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+            let subresource = if sub == Subresource::Status { "status" } else { "" };
+            let now = meta::now_seconds();
+            patch::track_update(
+                Some(&old),
+                &mut obj,
+                kind.as_ref(),
+                part_of(&rt, sub),
+                manager,
+                &api_version,
+                subresource,
+                &now,
+            );
         }
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
@@ -780,7 +875,46 @@ fn patch_error(e: patch::PatchError) -> ApiError {
     let mut err = ApiError::bad_request(e.message());
     err.code = e.http_status();
     err.reason = e.reason();
+    if let patch::PatchError::Conflicts(conflicts) = &e {
+        // errors.NewApplyConflict: one cause per conflicting field.
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|(manager, path)| {
+                json!({"reason": "FieldManagerConflict", "message": format!("conflict with {manager}"), "field": path})
+            })
+            .collect();
+        err.details = Some(Box::new(json!({ "causes": causes })));
+    }
     err
+}
+
+/// What Go's encoder omits from an applied object (null members, empty maps and optional
+/// lists), as the apiserver's typed round trip drops them.
+fn drop_what_go_omits(obj: &mut Value) {
+    let _ = crate::fields::prune_unknown(obj, crate::fields::Order::Sorted);
+}
+
+/// The Status for a JSON or merge patch whose result is not an object. The apiserver decodes the
+/// patched document into the typed object (handlers/patch.go `applyPatchToCurrentObject`): `null`
+/// decodes to an object without a name (`checkName`: 400), anything else fails the codec's
+/// apiVersion/kind probe (`SimpleMetaFactory.Interpret`), reported as a 422 on the field `patch`.
+fn patched_not_an_object(patched: &Value, name: &str) -> ApiError {
+    if patched.is_null() {
+        return ApiError::bad_request(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        ));
+    }
+    let kind = match patched {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        _ => "array",
+    };
+    let detail = format!(
+        "couldn't get version/kind; json parse error: json: cannot unmarshal {kind} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+    );
+    let text = serde_json::to_string(patched).unwrap_or_default();
+    ApiError::invalid_unnamed(&[crate::field_error::FieldError::invalid("patch", &json!(text), &detail)])
 }
 
 /// Parses a YAML or JSON body.

@@ -123,9 +123,9 @@ impl Reply {
             builder = builder.header(http::header::RETRY_AFTER, seconds);
         }
         for w in &self.warnings {
-            if let Ok(v) =
-                HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\"")))
-            {
+            // net.NewWarningHeader: the text quoted, `"` and `\` escaped with a backslash.
+            let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
                 builder = builder.header("Warning", v);
             }
         }

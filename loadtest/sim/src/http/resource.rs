@@ -10,12 +10,14 @@ use super::list::{self, Filter};
 use super::query::Query;
 use super::route::ResourcePath;
 use super::{Reply, Shared};
+use crate::apiserver::decode;
 use crate::apiserver::eviction::EvictionRequest;
 use crate::apiserver::{
     ApiError, DeleteOptions, Propagation, Subresource, Target, WriteOptions, parse_yaml_or_json,
 };
+use crate::fields::{self, FieldValidation};
 use crate::kubectl::{self, IncludeObject};
-use crate::patch::PatchType;
+use crate::patch::{self, PatchType};
 
 /// The verb a request maps to, as the apiserver names it (for counters and fault rules).
 pub fn verb(method: &Method, path: &ResourcePath, q: &Query) -> &'static str {
@@ -63,7 +65,10 @@ pub async fn handle(
         Some(other) => return Err(ApiError::subresource_not_found(&target.rt, other)),
     };
     let table = accept_table(headers, q)?;
-    let opts = write_options(q)?;
+    let mut opts = write_options(q, method)?;
+    let user_agent = headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    opts.manager =
+        Some(opts.field_manager.clone().unwrap_or_else(|| patch::manager_from_user_agent(user_agent)));
     match (method.as_str(), path.name.as_deref()) {
         ("GET", Some(name)) => {
             let obj = shared.api.get(&target, &namespace, name)?;
@@ -113,20 +118,20 @@ pub async fn handle(
             if target.rt.namespaced && path.namespace.is_none() {
                 return Err(ApiError::method_not_supported(&target.rt, "create"));
             }
-            let obj = decode_body(headers, &body)?;
-            let warnings =
-                crate::admission::warnings_on_create(&target.rt.api_version(), &target.rt.kind, &obj);
+            let (obj, mut warnings) = decode_object(&target, headers, &body, &opts)?;
+            warnings.extend(crate::admission::warnings_on_create(&target.rt.api_version(), &target.rt.kind, &obj));
             let created = shared.api.create(&target, &namespace, obj, &opts)?;
             let mut reply = Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created));
             reply.warnings = warnings;
             Ok(reply)
         }
         ("PUT", Some(name)) => {
-            let obj = decode_body(headers, &body)?;
+            let (obj, mut warnings) = decode_object(&target, headers, &body, &opts)?;
             let old = old_for_update_warnings(shared, &target, &namespace, name, sub);
             let updated = shared.api.update(&target, &namespace, name, obj, sub, &opts)?;
             let mut reply = Reply::bytes(StatusCode::OK, shared.api.render(&target, &updated));
-            reply.warnings = update_warnings(shared, &target, old.as_deref(), &updated);
+            warnings.extend(update_warnings(shared, &target, old.as_deref(), &updated));
+            reply.warnings = warnings;
             Ok(reply)
         }
         ("PATCH", Some(name)) => {
@@ -134,11 +139,12 @@ pub async fn handle(
             let patch_type =
                 PatchType::from_content_type(&ct).ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
             let old = old_for_update_warnings(shared, &target, &namespace, name, sub);
-            let (patched, created) =
-                shared.api.patch(&target, &namespace, name, patch_type, &body, sub, &opts)?;
-            let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-            let mut reply = Reply::bytes(status, shared.api.render(&target, &patched));
-            reply.warnings = update_warnings(shared, &target, old.as_deref(), &patched);
+            let patched = shared.api.patch(&target, &namespace, name, patch_type, &body, sub, &opts)?;
+            let status = if patched.created { StatusCode::CREATED } else { StatusCode::OK };
+            let mut reply = Reply::bytes(status, shared.api.render(&target, &patched.object));
+            let mut warnings = patched.warnings;
+            warnings.extend(update_warnings(shared, &target, old.as_deref(), &patched.object));
+            reply.warnings = warnings;
             Ok(reply)
         }
         ("DELETE", Some(name)) => {
@@ -179,7 +185,7 @@ fn evict(
         let rt = shared.api.builtin("", "v1", "pods").rt;
         return Err(ApiError::method_not_supported(&rt, &method.as_str().to_lowercase()));
     }
-    let opts = write_options(q)?;
+    let opts = write_options(q, method)?;
     let request = EvictionRequest::from_body(&decode_body(headers, body)?, namespace, name, opts.dry_run)?;
     let (code, status) = shared.api.evict(namespace, name, request)?;
     Ok(Reply::json(StatusCode::from_u16(code).unwrap_or(StatusCode::CREATED), &status))
@@ -231,7 +237,29 @@ fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
+/// A create or update body, decoded and checked for unknown and duplicate fields as the
+/// apiserver's strict decoder does; the warnings go in the `Warning` header.
+fn decode_object(
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let ct = content_type(headers);
+    let is_json = matches!(ct.split(';').next().unwrap_or("").trim(), "" | "application/json" | "*/*");
+    let (mut obj, events) = if is_json && opts.field_validation != FieldValidation::Ignore {
+        let (obj, events) = fields::json_keys::parse(body)
+            .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
+        (obj, Some(events))
+    } else {
+        (decode_body(headers, body)?, None)
+    };
+    let events = if is_json { Some(events.as_deref().unwrap_or(&[])) } else { None };
+    let warnings = decode::check_body(&target.rt, &mut obj, events, opts.field_validation)?;
+    Ok((obj, warnings))
+}
+
+fn write_options(q: &Query, method: &Method) -> Result<WriteOptions, ApiError> {
     let dry_run = match q.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -241,10 +269,24 @@ fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
             )));
         }
     };
+    let options_kind = match method.as_str() {
+        "POST" => "CreateOptions",
+        "PUT" => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let field_validation = match FieldValidation::parse(q.get("fieldValidation")) {
+        Ok(v) => v,
+        Err(detail) if matches!(method.as_str(), "POST" | "PUT" | "PATCH") => {
+            return Err(decode::invalid_field_validation(options_kind, &detail));
+        }
+        Err(_) => FieldValidation::default(),
+    };
     Ok(WriteOptions {
         dry_run,
         field_manager: q.non_empty("fieldManager").map(str::to_string),
         force: q.flag("force"),
+        field_validation,
+        manager: None,
     })
 }
 

@@ -1,28 +1,16 @@
-//! A light server-side apply (`application/apply-patch+yaml`): an upsert that merges the applied
-//! configuration into the live object by the list keys of the SSA schema, and records the
-//! manager's `Apply` entry in `metadata.managedFields`.
-//!
-//! Left out: conflicts between managers, and removing fields the manager applied before but no
-//! longer does (structured-merge-diff's ownership bookkeeping).
+//! Server-side apply (`application/apply-patch+yaml`) as structured-merge-diff's `Updater.Apply`:
+//! the applied configuration is merged into the live object by the list keys of the SSA schema;
+//! fields the manager applied before and no longer does are removed unless another manager owns
+//! them; changing a field another manager owns is a conflict unless forced (then the field changes
+//! hands); the manager's `Apply` entry in `metadata.managedFields` records what it applied.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
 
 use super::error::PatchError;
+use super::managed::{self, FieldPath, Part};
 use super::schema::{FieldDef, Schema, SchemaKind, SsaKeys, SsaList};
-
-/// Fields structured-merge-diff never records in managedFields (fieldmanager `stripmeta.go`).
-const STRIPPED_ROOT: &[&str] = &["apiVersion", "kind"];
-const STRIPPED_METADATA: &[&str] = &[
-    "name",
-    "namespace",
-    "creationTimestamp",
-    "selfLink",
-    "uid",
-    "clusterName",
-    "generation",
-    "managedFields",
-    "resourceVersion",
-];
 
 /// Applies `applied` (the decoded apply-patch body) for `field_manager`. With no live object the
 /// result is the applied object (the caller then creates it: HTTP 201). `now_rfc3339` stamps the
@@ -33,6 +21,7 @@ pub fn apply_server_side(
     kind: Option<&SchemaKind>,
     field_manager: &str,
     now_rfc3339: &str,
+    options: ApplyOptions,
 ) -> Result<Value, PatchError> {
     if field_manager.is_empty() {
         // validation.ValidatePatchOptions, reported as an Invalid PatchOptions.
@@ -63,20 +52,154 @@ pub fn apply_server_side(
     }
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
 
+    let part = options.part;
     let mut result = match live {
         Some(live) => merge(live.clone(), applied.clone(), schema, None),
         None => without_nulls(applied.clone()),
     };
-    let entry = json!({
-        "manager": field_manager,
-        "operation": "Apply",
-        "apiVersion": api_version,
-        "time": now_rfc3339,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields_v1(applied_map, schema),
+    let mut managers = live.map(managed::entries).unwrap_or_default();
+    if let Some(live) = live
+        && managers.is_empty()
+    {
+        // skipNonAppliedManager: the fields of an object nobody tracked belong to
+        // "before-first-apply" before the first apply.
+        let fields: BTreeSet<FieldPath> = managed::leaves(live, schema, part).into_keys().collect();
+        managers.push(managed::Entry {
+            manager: "before-first-apply".into(),
+            operation: "Update".into(),
+            api_version: api_version.to_string(),
+            time: now_rfc3339.to_string(),
+            subresource: String::new(),
+            fields,
+        });
+    }
+    let mine = |e: &managed::Entry| e.manager == field_manager && e.operation == "Apply";
+    let applied_set: BTreeSet<FieldPath> = managed::leaves(applied, schema, part).into_keys().collect();
+    // Fields applied last time and not now go, unless another manager owns them.
+    let last: BTreeSet<FieldPath> =
+        managers.iter().filter(|e| mine(e)).flat_map(|e| e.fields.clone()).collect();
+    let owned_by_others: BTreeSet<&FieldPath> =
+        managers.iter().filter(|e| !mine(e)).flat_map(|e| e.fields.iter()).collect();
+    let mut dropped: Vec<&FieldPath> =
+        last.iter().filter(|p| !applied_set.contains(*p) && !owned_by_others.contains(p)).collect();
+    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for path in dropped {
+        remove_path(&mut result, path);
+    }
+    let empty = Value::Object(Map::new());
+    let before = managed::leaves(live.unwrap_or(&empty), schema, part);
+    let after = managed::leaves(&result, schema, part);
+    let c = managed::compare(&before, &after);
+    let changed: BTreeSet<&FieldPath> = c.added.iter().chain(c.modified.iter()).collect();
+    let mut conflicts: Vec<(String, FieldPath)> = Vec::new();
+    for e in managers.iter().filter(|e| !mine(e)) {
+        for p in e.fields.iter().filter(|p| changed.contains(p)) {
+            conflicts.push((e.printed(), p.clone()));
+        }
+    }
+    if !conflicts.is_empty()
+        && !options.force
+        && !upgrades_client_side_apply(field_manager, live, &conflicts, schema, part)
+    {
+        conflicts.sort();
+        return Err(PatchError::Conflicts(
+            conflicts.into_iter().map(|(m, p)| (m, managed::path_string(&p))).collect(),
+        ));
+    }
+    for e in managers.iter_mut() {
+        if mine(e) {
+            continue;
+        }
+        e.fields.retain(|p| !changed.contains(p) && !c.removed.contains(p));
+    }
+    managers.retain(|e| !mine(e));
+    managers.push(managed::Entry {
+        manager: field_manager.to_string(),
+        operation: "Apply".into(),
+        api_version: api_version.to_string(),
+        time: now_rfc3339.to_string(),
+        subresource: if part == Part::Status { "status".into() } else { String::new() },
+        fields: applied_set,
     });
-    set_managed_fields(&mut result, field_manager, entry);
+    managed::store_entries(&mut result, managers);
     Ok(result)
+}
+
+/// How an apply runs: `force` takes conflicting fields over (`?force=true`); `part` is the part
+/// of the object the request writes (main resource or status).
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOptions {
+    pub force: bool,
+    pub part: Part,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        Self { force: false, part: Part::All }
+    }
+}
+
+/// lastAppliedManager: `kubectl apply --server-side` (manager `kubectl`) may take over the fields
+/// a client-side apply set (those in the last-applied annotation) without conflict.
+fn upgrades_client_side_apply(
+    manager: &str,
+    live: Option<&Value>,
+    conflicts: &[(String, FieldPath)],
+    schema: Schema,
+    part: Part,
+) -> bool {
+    if manager != "kubectl" {
+        return false;
+    }
+    let last_applied = live
+        .and_then(|l| l.pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"))
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let Some(last_applied) = last_applied else { return false };
+    let allowed = managed::leaves(&last_applied, schema, part);
+    conflicts.iter().all(|(_, p)| allowed.contains_key(p))
+}
+
+/// Removes the field at `path` (FieldsV1 elements) from `v`.
+fn remove_path(v: &mut Value, path: &[managed::Element]) {
+    let Some((first, rest)) = path.split_first() else { return };
+    let Some((kind, text)) = first.split_at_checked(2) else { return };
+    match (kind, v) {
+        ("f:", Value::Object(m)) => {
+            if rest.is_empty() {
+                m.shift_remove(text);
+            } else if let Some(child) = m.get_mut(text) {
+                remove_path(child, rest);
+            }
+        }
+        ("k:", Value::Array(items)) => {
+            let Ok(key) = serde_json::from_str::<Map<String, Value>>(text) else { return };
+            let matches = |item: &Value| {
+                key.iter().all(|(k, want)| match item.get(k) {
+                    Some(v) => v == want,
+                    None => k == "protocol" && want == "TCP",
+                })
+            };
+            if rest.is_empty() {
+                items.retain(|i| !matches(i));
+            } else if let Some(item) = items.iter_mut().find(|i| matches(i)) {
+                remove_path(item, rest);
+            }
+        }
+        ("v:", Value::Array(items)) if rest.is_empty() => {
+            if let Ok(value) = serde_json::from_str::<Value>(text) {
+                items.retain(|i| *i != value);
+            }
+        }
+        ("i:", Value::Array(items)) => {
+            if let Ok(i) = text.parse::<usize>()
+                && let Some(item) = items.get_mut(i)
+            {
+                remove_path(item, rest);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn without_nulls(mut v: Value) -> Value {
@@ -145,16 +268,7 @@ fn merge(live: Value, applied: Value, schema: Schema, field: Option<&FieldDef>) 
     }
 }
 
-/// The key of an associative-list item (`protocol` defaults to TCP, as in the SSA schema).
-fn item_key(item: &Value, keys: SsaKeys) -> Map<String, Value> {
-    keys.iter()
-        .filter_map(|k| match item.get(k) {
-            Some(v) if !v.is_null() => Some((k.to_string(), v.clone())),
-            _ if k == "protocol" => Some((k.to_string(), Value::from("TCP"))),
-            _ => None,
-        })
-        .collect()
-}
+use managed::item_key;
 
 fn merge_associative(live: Vec<Value>, applied: Vec<Value>, keys: SsaKeys, item_schema: Schema) -> Value {
     let mut out = live;
@@ -173,108 +287,10 @@ fn merge_associative(live: Vec<Value>, applied: Vec<Value>, keys: SsaKeys, item_
     Value::Array(out)
 }
 
-/// A best-effort FieldsV1 rendering of the applied field set (`f:` fields, `k:` associative list
-/// items with a `.` member, `v:` set members).
-fn fields_v1(applied: &Map<String, Value>, schema: Schema) -> Value {
-    let mut out = Map::new();
-    for (k, v) in applied {
-        if v.is_null() || STRIPPED_ROOT.contains(&k.as_str()) {
-            continue;
-        }
-        if k == "metadata"
-            && let Value::Object(meta) = v
-        {
-            let kept: Map<String, Value> = meta
-                .iter()
-                .filter(|(k, _)| !STRIPPED_METADATA.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if kept.is_empty() && !meta.is_empty() {
-                continue;
-            }
-            let (sub, ..) = schema.lookup(k);
-            out.insert(format!("f:{k}"), object_fields(&kept, sub));
-            continue;
-        }
-        out.insert(format!("f:{k}"), value_fields(v, schema, k));
-    }
-    Value::Object(out)
-}
-
-fn object_fields(obj: &Map<String, Value>, schema: Schema) -> Value {
-    let mut out = Map::new();
-    for (k, v) in obj {
-        if !v.is_null() {
-            out.insert(format!("f:{k}"), value_fields(v, schema, k));
-        }
-    }
-    Value::Object(out)
-}
-
-/// The field set below field `name` of a value of type `parent`.
-fn value_fields(v: &Value, parent: Schema, name: &str) -> Value {
-    let field = parent.field(name);
-    let (sub, ..) = parent.lookup(name);
-    match v {
-        Value::Object(m) if !atomic_struct(field) => object_fields(m, sub),
-        Value::Array(items) => match ssa_list(field) {
-            SsaList::Map(keys) if items.iter().all(Value::is_object) => {
-                let mut out = Map::new();
-                for item in items {
-                    let key = sort_keys(item_key(item, keys));
-                    let mut fields = Map::new();
-                    fields.insert(".".into(), json!({}));
-                    if let Value::Object(m) = object_fields(item.as_object().unwrap_or(&Map::new()), sub) {
-                        fields.extend(m);
-                    }
-                    out.insert(format!("k:{}", Value::Object(key)), Value::Object(fields));
-                }
-                Value::Object(out)
-            }
-            SsaList::Set => {
-                let out: Map<String, Value> = items.iter().map(|i| (format!("v:{i}"), json!({}))).collect();
-                Value::Object(out)
-            }
-            _ => json!({}),
-        },
-        _ => json!({}),
-    }
-}
-
-fn sort_keys(m: Map<String, Value>) -> Map<String, Value> {
-    let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
-}
-
-/// Replaces the manager's Apply entry and sorts the entries as fieldmanager's
-/// `sortEncodedManagedFields` does: operation, time, manager, apiVersion, subresource.
-fn set_managed_fields(obj: &mut Value, manager: &str, entry: Value) {
-    let Value::Object(root) = obj else { return };
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(meta) = meta else { return };
-    let mut entries: Vec<Value> = match meta.shift_remove("managedFields") {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    entries.retain(|e| {
-        !(text(e, "manager") == manager
-            && text(e, "operation") == "Apply"
-            && text(e, "subresource").is_empty())
-    });
-    entries.push(entry);
-    entries.sort_by(|p, q| {
-        let key =
-            |e: &Value| ["operation", "time", "manager", "apiVersion", "subresource"].map(|k| text(e, k));
-        key(p).cmp(&key(q))
-    });
-    meta.insert("managedFields".into(), Value::Array(entries));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const NOW: &str = "2026-01-02T03:04:05Z";
 
@@ -292,7 +308,9 @@ mod tests {
                 "restartPolicy": "Never"
             }}}
         });
-        let out = apply_server_side(None, &applied, Some(&job_kind()), "kubectl", NOW).unwrap();
+        let out =
+            apply_server_side(None, &applied, Some(&job_kind()), "kubectl", NOW, ApplyOptions::default())
+                .unwrap();
         assert_eq!(out["spec"], applied["spec"]);
         let mf = &out["metadata"]["managedFields"];
         assert_eq!(mf.as_array().unwrap().len(), 1);
@@ -319,7 +337,9 @@ mod tests {
         let live = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "labels": {"a": "1", "b": "2"}, "finalizers": ["f1"],
-                "managedFields": [{"manager": "kube-controller", "operation": "Update", "time": "2026-01-01T00:00:00Z"}]},
+                "managedFields": [{"manager": "kube-controller", "operation": "Update", "apiVersion": "v1",
+                    "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:containers": {"k:{\"name\":\"b\"}": {".": {}, "f:image": {}}}}}}]},
             "spec": {
                 "containers": [
                     {"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}]},
@@ -337,7 +357,8 @@ mod tests {
             }
         });
         let pod = SchemaKind::for_kind("v1", "Pod").unwrap();
-        let out = apply_server_side(Some(&live), &applied, Some(&pod), "mgr", NOW).unwrap();
+        let out = apply_server_side(Some(&live), &applied, Some(&pod), "mgr", NOW, ApplyOptions::default())
+            .unwrap();
         assert_eq!(out["metadata"]["labels"], json!({"b": "3"}));
         assert_eq!(out["metadata"]["finalizers"], json!(["f1", "f2"]));
         assert_eq!(
@@ -362,8 +383,30 @@ mod tests {
         );
 
         // Re-applying replaces the manager's entry instead of adding one.
-        let again = apply_server_side(Some(&out), &applied, Some(&pod), "mgr", NOW).unwrap();
+        let again =
+            apply_server_side(Some(&out), &applied, Some(&pod), "mgr", NOW, ApplyOptions::default()).unwrap();
         assert_eq!(again["metadata"]["managedFields"].as_array().unwrap().len(), 2);
+    }
+
+    /// Applying to an object nobody tracked conflicts with "before-first-apply", as upstream.
+    #[test]
+    fn first_apply_to_an_untracked_object_conflicts_with_before_first_apply() {
+        let live =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+        let kind = SchemaKind::for_kind("v1", "ConfigMap");
+        let err = apply_server_side(
+            Some(&live),
+            &cm(json!({"a": "2"})),
+            kind.as_ref(),
+            "m",
+            NOW,
+            ApplyOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Apply failed with 1 conflict: conflict with \"before-first-apply\" using v1: .data.a"
+        );
     }
 
     #[test]
@@ -372,7 +415,15 @@ mod tests {
             "status": {"conditions": [{"type": "Suspended", "status": "True"}]}});
         let applied = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
             "status": {"conditions": [{"type": "Complete", "status": "True"}]}});
-        let out = apply_server_side(Some(&live), &applied, Some(&job_kind()), "m", NOW).unwrap();
+        let out = apply_server_side(
+            Some(&live),
+            &applied,
+            Some(&job_kind()),
+            "m",
+            NOW,
+            ApplyOptions { force: true, ..ApplyOptions::default() },
+        )
+        .unwrap();
         assert_eq!(out["status"]["conditions"], json!([{"type": "Complete", "status": "True"}]));
     }
 
@@ -382,7 +433,15 @@ mod tests {
             "spec": {"a": 1, "items": [1, 2], "nested": {"x": 1}}});
         let applied = json!({"apiVersion": "example.com/v1", "kind": "W", "metadata": {"name": "w"},
             "spec": {"items": [3], "nested": {"y": 2}}});
-        let out = apply_server_side(Some(&live), &applied, None, "m", NOW).unwrap();
+        let out = apply_server_side(
+            Some(&live),
+            &applied,
+            None,
+            "m",
+            NOW,
+            ApplyOptions { force: true, ..ApplyOptions::default() },
+        )
+        .unwrap();
         assert_eq!(out["spec"], json!({"a": 1, "items": [3], "nested": {"x": 1, "y": 2}}));
     }
 
@@ -390,19 +449,124 @@ mod tests {
     fn rejected_apply_requests() {
         let job = job_kind();
         let ok = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}});
-        let err = apply_server_side(None, &ok, Some(&job), "", NOW).unwrap_err();
+        let err = apply_server_side(None, &ok, Some(&job), "", NOW, ApplyOptions::default()).unwrap_err();
         assert_eq!(err.http_status(), 422);
         let wrong_version = json!({"apiVersion": "batch/v2", "kind": "Job"});
         assert_eq!(
-            apply_server_side(None, &wrong_version, Some(&job), "m", NOW).unwrap_err().http_status(),
+            apply_server_side(None, &wrong_version, Some(&job), "m", NOW, ApplyOptions::default())
+                .unwrap_err()
+                .http_status(),
             400
         );
         let with_mf = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"managedFields": []}});
-        let err = apply_server_side(None, &with_mf, Some(&job), "m", NOW).unwrap_err();
+        let err =
+            apply_server_side(None, &with_mf, Some(&job), "m", NOW, ApplyOptions::default()).unwrap_err();
         assert_eq!(err.message(), "metadata.managedFields must be nil");
         assert_eq!(
-            apply_server_side(None, &json!([1]), Some(&job), "m", NOW).unwrap_err().http_status(),
+            apply_server_side(None, &json!([1]), Some(&job), "m", NOW, ApplyOptions::default())
+                .unwrap_err()
+                .http_status(),
             400
         );
+    }
+
+    fn cm(data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data})
+    }
+
+    fn managers(obj: &Value) -> Vec<(String, String)> {
+        managed::entries(obj).into_iter().map(|e| (e.manager, e.operation)).collect()
+    }
+
+    /// structured-merge-diff: a second applier that changes a field the first one owns
+    /// conflicts; with force it takes the field over; setting the same value shares it.
+    #[test]
+    fn conflicts_between_appliers_and_force() {
+        let kind = SchemaKind::for_kind("v1", "ConfigMap");
+        let opts = ApplyOptions::default();
+        let first =
+            apply_server_side(None, &cm(json!({"a": "1", "b": "1"})), kind.as_ref(), "one", NOW, opts)
+                .unwrap();
+        let err = apply_server_side(Some(&first), &cm(json!({"a": "2"})), kind.as_ref(), "two", NOW, opts)
+            .unwrap_err();
+        assert_eq!((err.http_status(), err.reason()), (409, "Conflict"));
+        assert_eq!(err.message(), "Apply failed with 1 conflict: conflict with \"one\": .data.a");
+        // The same value: no conflict, both own it.
+        let shared =
+            apply_server_side(Some(&first), &cm(json!({"a": "1"})), kind.as_ref(), "two", NOW, opts).unwrap();
+        assert_eq!(managers(&shared), [("one".into(), "Apply".into()), ("two".into(), "Apply".into())]);
+        // Forced: the field changes hands.
+        let forced = ApplyOptions { force: true, ..opts };
+        let taken =
+            apply_server_side(Some(&first), &cm(json!({"a": "2"})), kind.as_ref(), "two", NOW, forced)
+                .unwrap();
+        assert_eq!(taken["data"], json!({"a": "2", "b": "1"}));
+        let one = managed::entries(&taken).into_iter().find(|e| e.manager == "one").unwrap();
+        assert_eq!(one.fields, [vec!["f:data".to_string(), "f:b".to_string()]].into_iter().collect());
+    }
+
+    #[test]
+    fn fields_no_longer_applied_are_removed_unless_owned_by_another() {
+        let kind = SchemaKind::for_kind("v1", "ConfigMap");
+        let opts = ApplyOptions::default();
+        let first = apply_server_side(
+            None,
+            &cm(json!({"a": "1", "b": "1", "c": "1"})),
+            kind.as_ref(),
+            "one",
+            NOW,
+            opts,
+        )
+        .unwrap();
+        // Another applier also owns c.
+        let both =
+            apply_server_side(Some(&first), &cm(json!({"c": "1"})), kind.as_ref(), "two", NOW, opts).unwrap();
+        let out =
+            apply_server_side(Some(&both), &cm(json!({"a": "1"})), kind.as_ref(), "one", NOW, opts).unwrap();
+        assert_eq!(out["data"], json!({"a": "1", "c": "1"}), "b removed, c kept for its other owner");
+    }
+
+    #[test]
+    fn conflicts_with_update_managers_name_their_version_and_are_sorted() {
+        let kind = SchemaKind::for_kind("v1", "ConfigMap");
+        let mut live = cm(json!({"a": "1", "b": "1"}));
+        managed::track_update(
+            None,
+            &mut live,
+            kind.as_ref(),
+            Part::All,
+            "kubectl-client-side-apply",
+            "v1",
+            "",
+            NOW,
+        );
+        let err = apply_server_side(
+            Some(&live),
+            &cm(json!({"a": "2", "b": "2"})),
+            kind.as_ref(),
+            "ssa",
+            NOW,
+            ApplyOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using v1:\n- .data.a\n- .data.b"
+        );
+        // kubectl's own server-side apply may take over what its client-side apply set.
+        let mut annotated = live.clone();
+        annotated["metadata"]["annotations"] = json!({
+            "kubectl.kubernetes.io/last-applied-configuration": cm(json!({"a": "1", "b": "1"})).to_string()
+        });
+        let upgraded = apply_server_side(
+            Some(&annotated),
+            &cm(json!({"a": "2", "b": "2"})),
+            kind.as_ref(),
+            "kubectl",
+            NOW,
+            ApplyOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(upgraded["data"], json!({"a": "2", "b": "2"}));
     }
 }

@@ -34,6 +34,10 @@ pub enum PatchError {
     /// 415 UnsupportedMediaType: unknown patch content type, or SMP for a kind without a schema.
     #[error("the body of the request was in an unknown format - accepted media types include: {}", .accepted.join(", "))]
     UnsupportedMediaType { accepted: Vec<&'static str> },
+    /// 409 Conflict: an apply changes fields other managers own (fieldmanager
+    /// `NewConflictError`); each item is the manager as `printManager` shows it and the path.
+    #[error("{}", conflict_message(.0))]
+    Conflicts(Vec<(String, String)>),
     /// 500 with an empty reason: strategicpatch errors the apiserver does not translate (missing
     /// merge key, unknown `$patch` value, mismatched list element types…) reach
     /// `responsewriters.ErrorToAPIStatus` as plain Go errors.
@@ -67,6 +71,7 @@ impl PatchError {
             PatchError::Invalid { .. } => 422,
             PatchError::TooManyOperations { .. } => 413,
             PatchError::UnsupportedMediaType { .. } => 415,
+            PatchError::Conflicts(_) => 409,
             PatchError::Internal(_) => 500,
         }
     }
@@ -78,6 +83,7 @@ impl PatchError {
             PatchError::Invalid { .. } => "Invalid",
             PatchError::TooManyOperations { .. } => "RequestEntityTooLarge",
             PatchError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
+            PatchError::Conflicts(_) => "Conflict",
             PatchError::Internal(_) => "",
         }
     }
@@ -89,6 +95,23 @@ impl PatchError {
             other => other.to_string(),
         }
     }
+}
+
+/// fieldmanager `getConflictMessage`: one conflict inline, several grouped by manager (sorted).
+fn conflict_message(conflicts: &[(String, String)]) -> String {
+    if let [(manager, path)] = conflicts {
+        return format!("Apply failed with 1 conflict: conflict with {manager}: {path}");
+    }
+    let mut by_manager: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for (manager, path) in conflicts {
+        by_manager.entry(manager).or_default().push(path);
+    }
+    let mut lines = Vec::new();
+    for (manager, paths) in by_manager {
+        lines.push(format!("conflicts with {manager}:"));
+        lines.extend(paths.into_iter().map(|p| format!("- {p}")));
+    }
+    format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
 }
 
 #[cfg(test)]

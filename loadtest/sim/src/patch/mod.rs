@@ -10,8 +10,11 @@
 
 mod apply;
 mod error;
+#[cfg(test)]
+mod fuzz_tests;
 mod goval;
 mod json;
+mod managed;
 mod merge;
 mod schema;
 mod strategic;
@@ -20,9 +23,10 @@ mod strategic_tests;
 
 use serde_json::{Map, Value};
 
-pub use apply::apply_server_side;
+pub use apply::{ApplyOptions, apply_server_side};
 pub use error::{BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES, GENERIC_INVALID_MESSAGE, PatchError};
 pub use json::{MAX_JSON_PATCH_OPERATIONS, apply_json_patch};
+pub use managed::{Part, manager_from_user_agent, track_update};
 pub use merge::{apply_merge_patch, parse_merge_patch};
 pub use schema::SchemaKind;
 
@@ -115,6 +119,12 @@ fn smp_error(e: strategic::SmpError) -> PatchError {
         NoListOfLists => PatchError::invalid(e.text()),
         Other(text) => PatchError::Internal(text),
     }
+}
+
+/// Go's `fmt.Sprintf("%v", v)` of a decoded JSON value (`map[a:1 b:[x y]]`), as upstream error
+/// texts print patches.
+pub fn go_format(v: &Value) -> String {
+    goval::fmt(v)
 }
 
 /// Drops `$`-prefixed keys and null-valued members from every object, as decoding into a Go

@@ -1,0 +1,512 @@
+//! Field ownership as structured-merge-diff keeps it in `metadata.managedFields`: field sets
+//! (FieldsV1: `f:` fields, `k:{…}` associative-list items, `v:` set members, `.` for an item
+//! itself), one entry per manager and operation; `Update` writes take the fields they change,
+//! `Apply` writes own what they apply, conflict with other managers' fields they change, and drop
+//! what they stopped applying unless someone else owns it.
+//!
+//! Left out (documented in docs/sim-cluster.md): the cap of ten Update managers
+//! ("ancient-changes"), API version conversion of the sets, and unions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
+
+/// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
+pub(crate) type Element = String;
+/// A field path.
+pub(crate) type FieldPath = Vec<Element>;
+
+/// Fields structured-merge-diff never records (fieldmanager `stripmeta.go`).
+const STRIPPED_ROOT: &[&str] = &["apiVersion", "kind"];
+const STRIPPED_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
+/// Which part of the object a write may own: the main resource resets `status`, the status
+/// subresource everything but `status` (the strategies' `GetResetFields`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// No status subresource: everything.
+    All,
+    Main,
+    Status,
+}
+
+/// The leaf paths of a value (and the paths of associative-list items), with their values.
+pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPath, Value> {
+    let mut out = BTreeMap::new();
+    let Value::Object(root) = v else { return out };
+    for (k, v) in root {
+        if v.is_null() || STRIPPED_ROOT.contains(&k.as_str()) {
+            continue;
+        }
+        match (part, k.as_str()) {
+            (Part::Main, "status") => continue,
+            (Part::Status, "status") => {}
+            (Part::Status, _) => continue,
+            _ => {}
+        }
+        let field = schema.field(k);
+        let (sub, ..) = schema.lookup(k);
+        let mut path = vec![format!("f:{k}")];
+        if k == "metadata"
+            && let Value::Object(meta) = v
+        {
+            for (mk, mv) in meta {
+                if mv.is_null() || STRIPPED_METADATA.contains(&mk.as_str()) {
+                    continue;
+                }
+                path.push(format!("f:{mk}"));
+                collect(mv, sub, sub.field(mk), &mut path, &mut out);
+                path.pop();
+            }
+            continue;
+        }
+        collect(v, sub, field, &mut path, &mut out);
+    }
+    out
+}
+
+/// The key of an associative-list item (`protocol` defaults to TCP, as in the SSA schema),
+/// with its keys sorted.
+pub(crate) fn item_key(item: &Value, keys: SsaKeys) -> Map<String, Value> {
+    let mut pairs: Vec<(String, Value)> = keys
+        .iter()
+        .filter_map(|k| match item.get(k) {
+            Some(v) if !v.is_null() => Some((k.to_string(), v.clone())),
+            _ if k == "protocol" => Some((k.to_string(), Value::from("TCP"))),
+            _ => None,
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    pairs.into_iter().collect()
+}
+
+fn list_kind(field: Option<&FieldDef>) -> SsaList {
+    field.map_or(SsaList::Atomic, FieldDef::ssa_list)
+}
+
+/// Collects the leaves under `path` of value `v`, whose type is `schema` as field `field`.
+fn collect(
+    v: &Value,
+    schema: Schema,
+    field: Option<&FieldDef>,
+    path: &mut FieldPath,
+    out: &mut BTreeMap<FieldPath, Value>,
+) {
+    let atomic_struct = field.is_some_and(|f| f.ssa == Ssa::AtomicStruct);
+    match v {
+        Value::Object(m) if !atomic_struct && m.values().any(|v| !v.is_null()) => {
+            for (k, v) in m {
+                if v.is_null() {
+                    continue;
+                }
+                path.push(format!("f:{k}"));
+                let (sub, ..) = schema.lookup(k);
+                collect(v, sub, schema.field(k), path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => match list_kind(field) {
+            SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                for item in items {
+                    path.push(format!("k:{}", Value::Object(item_key(item, keys))));
+                    out.insert(path.clone(), Value::Null);
+                    if let Value::Object(m) = item {
+                        for (k, v) in m {
+                            if v.is_null() {
+                                continue;
+                            }
+                            path.push(format!("f:{k}"));
+                            let (sub, ..) = schema.lookup(k);
+                            collect(v, sub, schema.field(k), path, out);
+                            path.pop();
+                        }
+                    }
+                    path.pop();
+                }
+            }
+            SsaList::Set if !items.is_empty() => {
+                for item in items {
+                    path.push(format!("v:{item}"));
+                    out.insert(path.clone(), Value::Null);
+                    path.pop();
+                }
+            }
+            _ => {
+                out.insert(path.clone(), v.clone());
+            }
+        },
+        _ => {
+            out.insert(path.clone(), v.clone());
+        }
+    }
+}
+
+/// What changed between two objects, as structured-merge-diff's `Compare` reports it.
+#[derive(Debug, Default)]
+pub(crate) struct Comparison {
+    pub added: BTreeSet<FieldPath>,
+    pub modified: BTreeSet<FieldPath>,
+    pub removed: BTreeSet<FieldPath>,
+}
+
+pub(crate) fn compare(old: &BTreeMap<FieldPath, Value>, new: &BTreeMap<FieldPath, Value>) -> Comparison {
+    let mut c = Comparison::default();
+    for (p, v) in new {
+        match old.get(p) {
+            None => {
+                c.added.insert(p.clone());
+            }
+            Some(o) if o != v => {
+                c.modified.insert(p.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    c.removed = old.keys().filter(|p| !new.contains_key(*p)).cloned().collect();
+    c
+}
+
+/// One `managedFields` entry, its set decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    pub manager: String,
+    pub operation: String,
+    pub api_version: String,
+    pub time: String,
+    pub subresource: String,
+    pub fields: BTreeSet<FieldPath>,
+}
+
+impl Entry {
+    fn same_identity(&self, manager: &str, operation: &str, api_version: &str, subresource: &str) -> bool {
+        self.manager == manager
+            && self.operation == operation
+            && self.subresource == subresource
+            // Appliers are one manager whatever version they apply (BuildManagerIdentifier).
+            && (operation == "Apply" || self.api_version == api_version)
+    }
+
+    /// How conflicts name the manager (fieldmanager `printManager`).
+    pub fn printed(&self) -> String {
+        if self.operation == "Update" {
+            format!("{:?} using {}", self.manager, self.api_version)
+        } else {
+            format!("{:?}", self.manager)
+        }
+    }
+}
+
+/// The entries of `obj.metadata.managedFields`.
+pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
+    let Some(items) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    items
+        .iter()
+        .map(|e| {
+            let mut fields = BTreeSet::new();
+            if let Some(f) = e.get("fieldsV1") {
+                decode_fields(f, &mut Vec::new(), &mut fields);
+            }
+            Entry {
+                manager: text(e, "manager"),
+                operation: text(e, "operation"),
+                api_version: text(e, "apiVersion"),
+                time: text(e, "time"),
+                subresource: text(e, "subresource"),
+                fields,
+            }
+        })
+        .collect()
+}
+
+fn decode_fields(v: &Value, path: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+    let Value::Object(m) = v else { return };
+    if m.is_empty() && !path.is_empty() {
+        out.insert(path.clone());
+        return;
+    }
+    for (k, child) in m {
+        if k == "." {
+            if !path.is_empty() {
+                out.insert(path.clone());
+            }
+            continue;
+        }
+        path.push(k.clone());
+        decode_fields(child, path, out);
+        path.pop();
+    }
+}
+
+/// FieldsV1 of a set: members as `{}`, or `".": {}` beside children.
+pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
+    #[derive(Default)]
+    struct Node {
+        member: bool,
+        children: BTreeMap<String, Node>,
+    }
+    let mut root = Node::default();
+    for path in set {
+        let mut node = &mut root;
+        for e in path {
+            node = node.children.entry(e.clone()).or_default();
+        }
+        node.member = true;
+    }
+    fn order(k: &str) -> u8 {
+        match k.get(..2) {
+            Some("f:") => 0,
+            Some("k:") => 1,
+            Some("v:") => 2,
+            _ => 3,
+        }
+    }
+    fn render(node: &Node) -> Value {
+        let mut out = Map::new();
+        if node.member && !node.children.is_empty() {
+            out.insert(".".into(), json!({}));
+        }
+        let mut keys: Vec<&String> = node.children.keys().collect();
+        keys.sort_by(|a, b| (order(a), *a).cmp(&(order(b), *b)));
+        for k in keys {
+            if let Some(child) = node.children.get(k) {
+                out.insert(k.clone(), render(child));
+            }
+        }
+        Value::Object(out)
+    }
+    render(&root)
+}
+
+/// A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`.
+pub(crate) fn path_string(path: &FieldPath) -> String {
+    let mut out = String::new();
+    for e in path {
+        match e.split_at_checked(2) {
+            Some(("f:", name)) => {
+                out.push('.');
+                out.push_str(name);
+            }
+            Some(("k:", key)) => {
+                let parts: Vec<String> = serde_json::from_str::<Map<String, Value>>(key)
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                    .unwrap_or_default();
+                out.push_str(&format!("[{}]", parts.join(",")));
+            }
+            Some(("v:", value)) => out.push_str(&format!("[={value}]")),
+            Some(("i:", index)) => out.push_str(&format!("[{index}]")),
+            _ => out.push_str(e),
+        }
+    }
+    out
+}
+
+/// Writes `entries` into `obj.metadata.managedFields`, empty sets dropped, sorted as
+/// `sortEncodedManagedFields` does (operation, time, manager, apiVersion, subresource).
+pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.fields.is_empty());
+    entries.sort_by(|p, q| {
+        (&p.operation, &p.time, &p.manager, &p.api_version, &p.subresource).cmp(&(
+            &q.operation,
+            &q.time,
+            &q.manager,
+            &q.api_version,
+            &q.subresource,
+        ))
+    });
+    let rendered: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut m = Map::new();
+            m.insert("manager".into(), json!(e.manager));
+            m.insert("operation".into(), json!(e.operation));
+            m.insert("apiVersion".into(), json!(e.api_version));
+            m.insert("time".into(), json!(e.time));
+            m.insert("fieldsType".into(), json!("FieldsV1"));
+            m.insert("fieldsV1".into(), encode_fields(&e.fields));
+            if !e.subresource.is_empty() {
+                m.insert("subresource".into(), json!(e.subresource));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let Value::Object(root) = obj else { return };
+    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else { return };
+    if rendered.is_empty() {
+        meta.shift_remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), Value::Array(rendered));
+    }
+}
+
+/// The manager of a write without `fieldManager`: the User-Agent up to its first `/`, printable
+/// characters only, at most 128 bytes (handlers `prefixFromUserAgent`). `kubectl/v1.37.1 (…)` is
+/// `kubectl`.
+pub fn manager_from_user_agent(user_agent: &str) -> String {
+    let prefix = user_agent.split('/').next().unwrap_or("");
+    let mut out = String::new();
+    for c in prefix.chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > 128 {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A non-apply write (create, update, JSON/merge/strategic patch) by `manager`: it takes every
+/// field it adds or changes (from other managers too) and every manager loses the fields it
+/// removed (`Updater.Update` with force). `old` is `None` on create. An update of an object that
+/// has no managedFields is not tracked (`skipNonAppliedManager`).
+#[allow(clippy::too_many_arguments)]
+pub fn track_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    kind: Option<&SchemaKind>,
+    part: Part,
+    manager: &str,
+    api_version: &str,
+    subresource: &str,
+    now: &str,
+) {
+    let mut managers = match old {
+        Some(old) => {
+            let previous = entries(old);
+            // A write that sends other managedFields than the live ones replaces them.
+            let sent = new.pointer("/metadata/managedFields");
+            let live = old.pointer("/metadata/managedFields");
+            if sent.is_some() && sent != live {
+                return;
+            }
+            if previous.is_empty() {
+                if let Some(Value::Object(meta)) = new.get_mut("metadata") {
+                    meta.shift_remove("managedFields");
+                }
+                return;
+            }
+            previous
+        }
+        None => Vec::new(),
+    };
+    let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
+    let empty = BTreeMap::new();
+    let before = old.map(|o| leaves(o, schema, part));
+    let after = leaves(new, schema, part);
+    let c = compare(before.as_ref().unwrap_or(&empty), &after);
+    if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
+        store_entries(new, managers);
+        return;
+    }
+    let changed: BTreeSet<FieldPath> = c.added.union(&c.modified).cloned().collect();
+    let mut mine = BTreeSet::new();
+    for e in &mut managers {
+        if e.same_identity(manager, "Update", api_version, subresource) {
+            mine = std::mem::take(&mut e.fields);
+            continue;
+        }
+        e.fields.retain(|p| !changed.contains(p) && !c.removed.contains(p));
+    }
+    managers.retain(|e| !e.same_identity(manager, "Update", api_version, subresource));
+    mine.retain(|p| !c.removed.contains(p));
+    mine.extend(changed);
+    managers.push(Entry {
+        manager: manager.to_string(),
+        operation: "Update".into(),
+        api_version: api_version.to_string(),
+        time: now.to_string(),
+        subresource: subresource.to_string(),
+        fields: mine,
+    });
+    store_entries(new, managers);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::SchemaKind;
+
+    fn pod() -> Schema {
+        SchemaKind::for_kind("v1", "Pod").map(|k| k.schema()).unwrap_or(Schema::OPAQUE)
+    }
+
+    /// FieldsV1 as kube-apiserver writes it for a created pod (`kubectl create`).
+    #[test]
+    fn field_sets_encode_as_fields_v1() {
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d", "labels": {"app": "x"}, "finalizers": ["a"]},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}], "args": ["x"]}]}
+        });
+        let set: BTreeSet<FieldPath> = leaves(&obj, pod(), Part::Main).into_keys().collect();
+        // As structured-merge-diff's ToFieldSet: list items are members ("."), maps and structs
+        // only through their fields.
+        assert_eq!(
+            encode_fields(&set),
+            json!({
+                "f:metadata": {"f:finalizers": {"v:\"a\"": {}}, "f:labels": {"f:app": {}}},
+                "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {
+                    ".": {}, "f:args": {}, "f:image": {}, "f:name": {},
+                    "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}
+                }}}
+            })
+        );
+        let mut decoded = BTreeSet::new();
+        decode_fields(&encode_fields(&set), &mut Vec::new(), &mut decoded);
+        assert_eq!(decoded, set, "FieldsV1 round-trips");
+        assert_eq!(
+            path_string(&vec![
+                "f:spec".into(),
+                "f:containers".into(),
+                "k:{\"name\":\"c\"}".into(),
+                "f:image".into()
+            ]),
+            ".spec.containers[name=\"c\"].image"
+        );
+    }
+
+    #[test]
+    fn updates_take_what_they_change_and_drop_what_they_remove() {
+        let kind = SchemaKind::for_kind("v1", "ConfigMap");
+        let schema = kind.as_ref();
+        let mut created = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"a": "1", "b": "2"}});
+        track_update(None, &mut created, schema, Part::All, "kubectl-create", "v1", "", "t1");
+        let e = entries(&created);
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].manager.as_str(), e[0].operation.as_str()), ("kubectl-create", "Update"));
+        assert_eq!(e[0].fields.len(), 2);
+
+        let mut patched = created.clone();
+        patched["data"] = json!({"a": "9", "c": "3"});
+        track_update(Some(&created), &mut patched, schema, Part::All, "kubectl-patch", "v1", "", "t2");
+        let e = entries(&patched);
+        let by = |m: &str| e.iter().find(|e| e.manager == m).map(|e| e.fields.clone()).unwrap_or_default();
+        let path = |k: &str| vec!["f:data".to_string(), format!("f:{k}")];
+        assert!(by("kubectl-create").is_empty(), "a was taken over, b removed");
+        assert_eq!(by("kubectl-patch"), [path("a"), path("c")].into_iter().collect());
+        assert_eq!(e.len(), 1, "a manager with nothing left is dropped");
+
+        // An object without managedFields is not tracked on update.
+        let mut untracked =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "2"}});
+        let old =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+        track_update(Some(&old), &mut untracked, schema, Part::All, "m", "v1", "", "t");
+        assert!(untracked["metadata"].get("managedFields").is_none());
+    }
+}
