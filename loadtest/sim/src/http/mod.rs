@@ -106,9 +106,9 @@ impl Reply {
 
     fn error(e: &ApiError) -> Self {
         let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut reply = if e.code == 429 && e.details.is_none() {
+        let mut reply = if e.code == 429 && e.details.as_ref().is_none_or(|d| d.get("causes").is_none()) {
             // Upstream's priority-and-fairness filter answers 429 in plain text; a 429 with
-            // details (an eviction a disruption budget refuses) is a Status.
+            // causes (an eviction a disruption budget refuses) is a Status.
             Self::text(status, "Too many requests, please try again later.\n")
         } else {
             Self::json(status, &e.status())
