@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// Skip the update phase.
     #[arg(long)]
     pub no_updates: bool,
+    /// Pods created with JSON bodies and then with protobuf bodies, back to back, to compare the
+    /// two encodings in one run (0 skips the comparison).
+    #[arg(long, default_value_t = 20_000)]
+    pub encoding_pods: usize,
     /// Where to write the fan-out plot (SVG).
     #[arg(long, default_value = "target/bench/sim-fanout.svg")]
     pub plot: PathBuf,
@@ -112,6 +116,64 @@ fn bench_pod(i: usize) -> Pod {
         "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}]}
     }))
     .expect("static pod")
+}
+
+/// Creates `pods` pods with JSON bodies, then as many with protobuf bodies (and protobuf accepted
+/// first, as client-go sends them), each into a namespace of its own; returns (creates/s, sim
+/// cores) for each.
+async fn compare_encodings(
+    sim: &SimProcess,
+    clients: &[kube::Client],
+    pods: usize,
+    concurrency: usize,
+) -> anyhow::Result<((f64, f64), (f64, f64))> {
+    let nss: Api<Namespace> = Api::all(clients[0].clone());
+    for ns in ["encoding-json", "encoding-protobuf"] {
+        nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": ns}}))?)
+            .await?;
+    }
+    eprintln!("creating {pods} pods with JSON bodies, then {pods} with protobuf bodies");
+    let cpu_before = sim.cpu_seconds()?;
+    let started = Instant::now();
+    let json_rate = drive(pods, concurrency, "create (JSON)", |i| {
+        let api: Api<Pod> = Api::namespaced(clients[i % clients.len()].clone(), "encoding-json");
+        async move {
+            api.create(&PostParams::default(), &bench_pod(i)).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let json_cores = (sim.cpu_seconds()? - cpu_before) / started.elapsed().as_secs_f64();
+    let cpu_before = sim.cpu_seconds()?;
+    let started = Instant::now();
+    let pb_rate = drive(pods, concurrency, "create (protobuf)", |i| {
+        let client = clients[i % clients.len()].clone();
+        async move { create_with_protobuf(&client, "encoding-protobuf", i).await }
+    })
+    .await?;
+    let pb_cores = (sim.cpu_seconds()? - cpu_before) / started.elapsed().as_secs_f64();
+    Ok(((json_rate, json_cores), (pb_rate, pb_cores)))
+}
+
+async fn create_with_protobuf(client: &kube::Client, namespace: &str, i: usize) -> anyhow::Result<()> {
+    use batchfleet_sim::protobuf::{codec, schema};
+    let mut pod = serde_json::to_value(bench_pod(i))?;
+    pod["apiVersion"] = json!("v1");
+    pod["kind"] = json!("Pod");
+    let body =
+        codec::encode_enveloped(schema::schema(), &pod).ok_or_else(|| anyhow::anyhow!("no protobuf Pod"))?;
+    let request = http::Request::post(format!("/api/v1/namespaces/{namespace}/pods"))
+        .header(http::header::CONTENT_TYPE, "application/vnd.kubernetes.protobuf")
+        .header(http::header::ACCEPT, "application/vnd.kubernetes.protobuf, application/json")
+        .body(kube::client::Body::from(body))?;
+    let response = client.send(request).await?;
+    anyhow::ensure!(
+        response.status() == http::StatusCode::CREATED,
+        "protobuf create answered {}",
+        response.status()
+    );
+    http_body_util::BodyExt::collect(response.into_body()).await?;
+    Ok(())
 }
 
 /// Runs `total` operations with `concurrency` in flight; returns ops per second.
@@ -316,6 +378,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             fan.push((object, *w, fan_out(&sim, object, *w, args.watch_seconds, 200).await?));
         }
     }
+    let encodings = if args.encoding_pods == 0 {
+        None
+    } else {
+        Some(compare_encodings(&sim, &clients, args.encoding_pods, args.concurrency).await?)
+    };
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     println!("## sim cluster benchmark ({cpus} CPUs, {} pods)", args.pods);
     println!();
@@ -334,6 +401,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         rss_after as f64 / 1048576.0
     );
     println!("| RSS per 100k pods | {:.0} MiB |", per_100k / 1048576.0);
+    if let Some(((json_rate, json_cores), (pb_rate, pb_cores))) = encodings {
+        println!(
+            "| pod creates/s, JSON bodies ({} pods, {} in flight) | {json_rate:.0} (sim used {json_cores:.2} cores) |",
+            args.encoding_pods, args.concurrency
+        );
+        println!(
+            "| pod creates/s, protobuf bodies and answers (same run) | {pb_rate:.0} (sim used {pb_cores:.2} cores); protobuf/JSON = {:.2} |",
+            pb_rate / json_rate
+        );
+    }
     for (object, w, f) in &fan {
         println!(
             "| {object:?} watch events delivered/s, {w} watchers | {:.0} (writes/s {:.0}; sim used {:.2} cores) |",

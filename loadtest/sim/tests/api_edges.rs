@@ -43,7 +43,12 @@ async fn bad_input_gets_the_proper_status() {
 
     let (code, s) =
         status_of(&c, "POST", cms, Some("application/vnd.kubernetes.protobuf"), b"\x6b\x38\x73").await;
-    assert_eq!((code, s["reason"].as_str()), (415, Some("UnsupportedMediaType")), "{s}");
+    assert_eq!((code, s["reason"].as_str()), (400, Some("BadRequest")), "{s}");
+    assert_eq!(
+        s["message"],
+        "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a \
+         protobuf message, expected prefix [107 56 115 0] (6b3873)"
+    );
 
     let (code, s) = status_of(&c, "GET", &format!("{cms}?labelSelector=a%20in%20(b"), None, b"").await;
     assert_eq!(code, 400, "{s}");

@@ -77,7 +77,16 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
             errs.extend(pod_validation::validate_pod_only(obj.get("spec"), true));
             into_result(errs)
         }
-        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
+        Kind::Other => {
+            // core/v1 SetDefaults_Secret.
+            if (api_version, kind) == ("v1", "Secret")
+                && let Some(secret) = obj.as_object_mut()
+                && secret.get("type").and_then(Value::as_str).is_none_or(str::is_empty)
+            {
+                secret.insert("type".into(), Value::String("Opaque".into()));
+            }
+            into_result(object_meta::validate_object_meta(api_version, kind, obj))
+        }
     }
 }
 

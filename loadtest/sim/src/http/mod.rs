@@ -4,6 +4,7 @@
 mod admin;
 mod audited;
 mod list;
+pub mod negotiate;
 mod pod_streams;
 mod query;
 mod resource;
@@ -191,8 +192,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         }
         Err(e) => return Reply::error(&ApiError::bad_request(format!("reading body: {e}"))).into_response(),
     };
+    let mut protobuf = false;
     let reply = match route {
         Route::Resource(path) => {
+            match protobuf_for(&shared, &path, &parts.headers) {
+                Ok(p) => protobuf = p,
+                Err(e) => return Reply::error(&e).into_response(),
+            }
             let verb = resource::verb(&parts.method, &path, &q);
             let resource_name = match &path.subresource {
                 Some(sub) => format!("{}/{sub}", path.plural),
@@ -213,14 +219,39 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             non_resource(&shared, &parts.method, other, &q, body).await
         }
     };
-    match reply {
-        Ok(r) => r.into_response(),
+    let reply = match reply {
+        Ok(r) => r,
         Err(e) => {
             if e.code >= 500 {
                 tracing::warn!(code = e.code, message = %e.message, path = %parts.uri.path(), "request failed");
             }
-            Reply::error(&e).into_response()
+            Reply::error(&e)
         }
+    };
+    if protobuf { negotiate::to_protobuf(reply).into_response() } else { reply.into_response() }
+}
+
+/// Whether the response goes out in protobuf: the client prefers it and the resource is built in.
+/// A custom resource asked for in protobuf only is not acceptable, as kube-apiserver answers.
+fn protobuf_for(
+    shared: &Shared,
+    path: &route::ResourcePath,
+    headers: &http::HeaderMap,
+) -> Result<bool, ApiError> {
+    let wanted = negotiate::wanted(headers);
+    if wanted == negotiate::Wanted::Json {
+        return Ok(false);
+    }
+    let builtin = shared
+        .api
+        .resolve(&path.group, &path.version, &path.plural)
+        .is_none_or(|t| t.rt.builtin && t.rt.group != "apiextensions.k8s.io");
+    match (builtin, wanted) {
+        (true, _) => Ok(true),
+        (false, negotiate::Wanted::ProtobufOnly) => Err(ApiError::not_acceptable(
+            "only the following media types are accepted: application/json, application/yaml, application/json;stream=watch",
+        )),
+        (false, _) => Ok(false),
     }
 }
 

@@ -119,7 +119,11 @@ pub async fn handle(
                 return Err(ApiError::method_not_supported(&target.rt, "create"));
             }
             let (obj, mut warnings) = decode_object(&target, headers, &body, &opts)?;
-            warnings.extend(crate::admission::warnings_on_create(&target.rt.api_version(), &target.rt.kind, &obj));
+            warnings.extend(crate::admission::warnings_on_create(
+                &target.rt.api_version(),
+                &target.rt.kind,
+                &obj,
+            ));
             let created = shared.api.create(&target, &namespace, obj, &opts)?;
             let mut reply = Reply::bytes(StatusCode::CREATED, shared.api.render(&target, &created));
             reply.warnings = warnings;
@@ -186,7 +190,8 @@ fn evict(
         return Err(ApiError::method_not_supported(&rt, &method.as_str().to_lowercase()));
     }
     let opts = write_options(q, method)?;
-    let request = EvictionRequest::from_body(&decode_body(headers, body)?, namespace, name, opts.dry_run)?;
+    let request =
+        EvictionRequest::from_body(&decode_body(headers, body, "Eviction")?, namespace, name, opts.dry_run)?;
     let (code, status) = shared.api.evict(namespace, name, request)?;
     Ok(Reply::json(StatusCode::from_u16(code).unwrap_or(StatusCode::CREATED), &status))
 }
@@ -226,13 +231,15 @@ fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// Decodes a create/update body: JSON or YAML; protobuf is not served.
-fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+/// A request body in JSON, YAML or protobuf; `kind` is what the handler expects, for messages.
+fn decode_body(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Value, ApiError> {
     let ct = content_type(headers);
     let base = ct.split(';').next().unwrap_or("").trim();
     match base {
         "" | "application/json" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}"))),
         "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml_or_json(body),
+        super::negotiate::PROTOBUF => super::negotiate::decode_body(body, &ct, kind),
         other => Err(ApiError::unsupported_media_type(other)),
     }
 }
@@ -252,7 +259,7 @@ fn decode_object(
             .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;
         (obj, Some(events))
     } else {
-        (decode_body(headers, body)?, None)
+        (decode_body(headers, body, &target.rt.kind)?, None)
     };
     let events = if is_json { Some(events.as_deref().unwrap_or(&[])) } else { None };
     let warnings = decode::check_body(&target.rt, &mut obj, events, opts.field_validation)?;

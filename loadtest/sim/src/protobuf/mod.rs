@@ -1,9 +1,13 @@
 //! Kubernetes protobuf bodies (`application/vnd.kubernetes.protobuf`): the envelope and the messages the sim reads.
 
+pub mod codec;
 pub mod delete_options;
 pub mod envelope;
+pub mod schema;
 pub mod wire;
 
+#[cfg(test)]
+mod codec_tests;
 #[cfg(test)]
 mod tests;
 
@@ -23,9 +27,15 @@ pub enum ProtobufError {
     #[error("proto: illegal wireType {0}")]
     IllegalWireType(u64),
     #[error("proto: wrong wireType for field {0}")]
-    WrongWireType(&'static str),
+    WrongWireType(String),
     #[error("proto: invalid UTF-8 in field {0}")]
-    InvalidUtf8(&'static str),
+    InvalidUtf8(String),
+    #[error("proto: exceeded maximum recursion depth")]
+    TooDeep,
+    #[error("invalid character in an embedded JSON document")]
+    InvalidEmbeddedJson,
+    #[error("no kind {1:?} is registered for version {0:?}")]
+    UnknownKind(String, String),
     #[error("unexpected kind {0:?} in the envelope, expected \"DeleteOptions\"")]
     UnexpectedKind(String),
 }

@@ -109,7 +109,7 @@ fn truncated_and_malformed_messages_are_errors() {
     assert_eq!(envelope::decode(&group).unwrap_err(), ProtobufError::IllegalWireType(3));
     let mut wrong = envelope::MAGIC.to_vec();
     field_varint(&mut wrong, 2, 5);
-    assert_eq!(envelope::decode(&wrong).unwrap_err(), ProtobufError::WrongWireType("Raw"));
+    assert_eq!(envelope::decode(&wrong).unwrap_err(), ProtobufError::WrongWireType("Raw".into()));
 }
 
 /// Random and mutated bodies never panic the decoder (issue 9 §6).

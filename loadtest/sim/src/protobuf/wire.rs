@@ -44,6 +44,23 @@ impl<'a> FieldReader<'a> {
         Ok(Some((number, value)))
     }
 
+    /// A reader over a packed run of numbers (its fields carry no keys).
+    pub fn packed(run: &'a [u8]) -> Self {
+        Self { rest: run }
+    }
+
+    /// The next number of a packed run of the given wire type, `None` at its end.
+    pub fn next_packed(&mut self, wire_type: u8) -> Result<Option<WireValue<'a>>, ProtobufError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(match wire_type {
+            1 => WireValue::Fixed64(u64::from_le_bytes(self.take_array::<8>()?)),
+            5 => WireValue::Fixed32(u32::from_le_bytes(self.take_array::<4>()?)),
+            _ => WireValue::Varint(self.varint()?),
+        }))
+    }
+
     fn varint(&mut self) -> Result<u64, ProtobufError> {
         let mut value: u64 = 0;
         for (i, byte) in self.rest.iter().enumerate() {
@@ -77,22 +94,67 @@ impl<'a> FieldReader<'a> {
 }
 
 impl<'a> WireValue<'a> {
-    pub fn as_varint(self, field: &'static str) -> Result<u64, ProtobufError> {
+    pub fn as_varint(self, field: &str) -> Result<u64, ProtobufError> {
         match self {
             WireValue::Varint(v) => Ok(v),
-            _ => Err(ProtobufError::WrongWireType(field)),
+            _ => Err(ProtobufError::WrongWireType(field.to_string())),
         }
     }
 
-    pub fn as_bytes(self, field: &'static str) -> Result<&'a [u8], ProtobufError> {
+    pub fn as_bytes(self, field: &str) -> Result<&'a [u8], ProtobufError> {
         match self {
             WireValue::Bytes(b) => Ok(b),
-            _ => Err(ProtobufError::WrongWireType(field)),
+            _ => Err(ProtobufError::WrongWireType(field.to_string())),
         }
     }
 
-    pub fn as_string(self, field: &'static str) -> Result<String, ProtobufError> {
+    pub fn as_string(self, field: &str) -> Result<String, ProtobufError> {
         let bytes = self.as_bytes(field)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| ProtobufError::InvalidUtf8(field))
+        String::from_utf8(bytes.to_vec()).map_err(|_| ProtobufError::InvalidUtf8(field.to_string()))
+    }
+}
+
+/// Writes fields in the wire format, in the order given (gogo writes them by field number).
+#[derive(Debug, Default)]
+pub struct Writer {
+    out: Vec<u8>,
+}
+
+impl Writer {
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.out
+    }
+
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.out.push(v as u8);
+    }
+
+    fn key(&mut self, tag: u32, wire_type: u8) {
+        self.varint((u64::from(tag) << 3) | u64::from(wire_type));
+    }
+
+    pub fn varint_field(&mut self, tag: u32, v: u64) {
+        self.key(tag, 0);
+        self.varint(v);
+    }
+
+    pub fn fixed64_field(&mut self, tag: u32, v: u64) {
+        self.key(tag, 1);
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn fixed32_field(&mut self, tag: u32, v: u32) {
+        self.key(tag, 5);
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn bytes(&mut self, tag: u32, bytes: &[u8]) {
+        self.key(tag, 2);
+        self.varint(bytes.len() as u64);
+        self.out.extend_from_slice(bytes);
     }
 }
