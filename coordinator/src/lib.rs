@@ -2,10 +2,12 @@
 //! store today; worker sessions, the admin API and PodGC land here with the fleet.
 
 pub mod handover;
-pub mod ids;
 pub mod kube_client;
 pub mod leader;
 pub mod metrics_endpoint;
 pub mod placement;
 pub mod podgc;
-pub mod store;
+
+/// The coordination store and the ids it keys by, shared with the workers (which renew their own
+/// liveness leases in it).
+pub use batchfleet_store::{self as store, ids};

@@ -8,6 +8,7 @@
 //! value change, as client-go's leader election does.
 
 pub mod etcd;
+pub mod ids;
 pub mod kubernetes;
 pub mod observer;
 
