@@ -1,0 +1,524 @@
+//! The leader's view of the fleet as a pure state machine: the shard map, the moves in flight,
+//! drains and pins. Each step takes what happened (registrations, acknowledgements, liveness,
+//! loads, operator requests) and returns whether the shard map must be stored and the commands
+//! to send after it is. The controller (`controller.rs`) does the I/O.
+//!
+//! Why invariant 1 holds across a coordinator fail-over: a new leader trusts only the stored map
+//! and what workers report at registration. A shard whose owner reports it Revoking is unowned
+//! (that owner stopped); a worker reporting a shard the map does not give it at that epoch is told
+//! to drop it; and placement waits until every live worker registered, so a fail-over moves
+//! nothing by itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use crate::handover::{Action, Barrier, Event, Handover, Phase};
+use crate::ids::{ShardId, WorkerId};
+use crate::placement::{self, Move, PlacementConfig, PlacementInput};
+use crate::store::{ShardMapRecord, ShardRecord};
+
+/// What the leader knows of a worker this step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerHealth {
+    /// Its lease is renewed and its session is connected.
+    Live,
+    /// Its lease is renewed but it has no session (it may still act for its shards).
+    Disconnected,
+    /// Its lease is close to expiring: it keeps its shards but gets no new ones.
+    Expiring,
+    /// Its lease expired plus the margin: it has stopped by its own clock.
+    Gone,
+}
+
+/// A shard as a worker reports holding it at registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldShard {
+    pub shard: ShardId,
+    pub epoch: u64,
+    pub phase: HeldPhase,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldPhase {
+    Preparing,
+    Active,
+    Revoking,
+}
+
+/// Which command an acknowledgement answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Prepared,
+    Revoked,
+    Activated,
+    Dropped,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ack {
+    pub worker: WorkerId,
+    pub shard: ShardId,
+    pub epoch: u64,
+    pub step: Step,
+    pub last_write: Option<String>,
+}
+
+/// A command for one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Prepare { shard: ShardId, epoch: u64 },
+    Revoke { shard: ShardId, epoch: u64 },
+    Activate { shard: ShardId, epoch: u64, barrier: Barrier },
+    Drop { shard: ShardId, epoch: u64 },
+    DrainComplete,
+}
+
+/// What one step learnt.
+#[derive(Debug, Default)]
+pub struct StepInput {
+    pub now: Option<Instant>,
+    pub workers: BTreeMap<WorkerId, WorkerHealth>,
+    pub loads: BTreeMap<ShardId, f64>,
+    pub registrations: Vec<(WorkerId, Vec<HeldShard>)>,
+    pub acks: Vec<Ack>,
+}
+
+/// What the controller must do: store the map (when `store`), and only then send.
+#[derive(Debug, Default)]
+pub struct StepOutput {
+    pub store: bool,
+    pub sends: Vec<(WorkerId, Command)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub placement: PlacementConfig,
+    /// Moves started at once; the rest wait for a later step.
+    pub max_moves_in_flight: usize,
+    /// A move's current command goes again when it has made no progress for this long (the
+    /// worker may have missed it while reconnecting; every command is idempotent).
+    pub resend_after: Duration,
+    /// After becoming leader, how long placement waits for live workers to register.
+    pub registration_grace: Duration,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        Self {
+            placement: PlacementConfig::default(),
+            max_moves_in_flight: 64,
+            resend_after: Duration::from_secs(3),
+            registration_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct InFlight {
+    handover: Handover,
+    sent_at: Instant,
+}
+
+#[derive(Debug)]
+pub struct FleetState {
+    pub map: ShardMapRecord,
+    config: FleetConfig,
+    moves: BTreeMap<ShardId, InFlight>,
+    draining: BTreeSet<WorkerId>,
+    drain_told: BTreeSet<WorkerId>,
+    registered: BTreeSet<WorkerId>,
+    requested: Vec<Move>,
+    leading_since: Instant,
+}
+
+/// A shard's state as the admin API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardState {
+    Active,
+    Preparing,
+    Revoking,
+    Unowned,
+}
+
+impl ShardState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardState::Active => "active",
+            ShardState::Preparing => "preparing",
+            ShardState::Revoking => "revoking",
+            ShardState::Unowned => "unowned",
+        }
+    }
+}
+
+impl FleetState {
+    /// The state a new leader starts from: the stored map. An interrupted move (`movingTo`) is
+    /// forgotten here; registrations tell what the workers involved actually hold.
+    pub fn new(mut map: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
+        for record in map.shards.values_mut() {
+            record.moving_to = None;
+        }
+        Self {
+            map,
+            config,
+            moves: BTreeMap::new(),
+            draining: BTreeSet::new(),
+            drain_told: BTreeSet::new(),
+            registered: BTreeSet::new(),
+            requested: Vec::new(),
+            leading_since: now,
+        }
+    }
+
+    pub fn shard_count(&self) -> u32 {
+        self.map.shard_count
+    }
+
+    pub fn moves_in_flight(&self) -> usize {
+        self.moves.len()
+    }
+
+    pub fn is_draining(&self, worker: &WorkerId) -> bool {
+        self.draining.contains(worker)
+    }
+
+    pub fn drained(&self, worker: &WorkerId) -> bool {
+        self.drain_told.contains(worker)
+    }
+
+    pub fn owner(&self, shard: ShardId) -> Option<&str> {
+        self.map.shards.get(&shard.0).and_then(|r| r.owner.as_deref())
+    }
+
+    pub fn epoch(&self, shard: ShardId) -> u64 {
+        self.map.shards.get(&shard.0).map_or(0, |r| r.epoch)
+    }
+
+    pub fn shard_state(&self, shard: ShardId) -> ShardState {
+        match self.moves.get(&shard).map(|m| m.handover.phase()) {
+            Some(Phase::Preparing) => ShardState::Preparing,
+            Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
+            _ if self.owner(shard).is_some() => ShardState::Active,
+            _ => ShardState::Unowned,
+        }
+    }
+
+    /// Shards each worker owns in the map.
+    pub fn shards_by_owner(&self) -> BTreeMap<WorkerId, u32> {
+        let mut out = BTreeMap::new();
+        for record in self.map.shards.values() {
+            if let Some(owner) = &record.owner {
+                *out.entry(WorkerId(owner.clone())).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    pub fn set_draining(&mut self, worker: &WorkerId, draining: bool) {
+        if draining {
+            self.draining.insert(worker.clone());
+        } else {
+            self.draining.remove(worker);
+            self.drain_told.remove(worker);
+        }
+    }
+
+    /// An operator's move; it starts at the next step if the shard is not moving already.
+    pub fn request_move(&mut self, shard: ShardId, to: WorkerId) {
+        let from = self.owner(shard).map(WorkerId::from);
+        self.requested.retain(|m| m.shard != shard);
+        self.requested.push(Move { shard, from, to });
+    }
+
+    /// Pins are part of the stored map; the caller stores it.
+    pub fn pin(&mut self, shard: ShardId, worker: Option<&WorkerId>) {
+        match worker {
+            Some(w) => self.map.pins.insert(shard.0, w.0.clone()),
+            None => self.map.pins.remove(&shard.0),
+        };
+    }
+
+    /// The moves placement would start now, without the hysteresis band when `rebalance`.
+    pub fn plan(&self, input: &StepInput, rebalance: bool) -> Vec<Move> {
+        let eligible: BTreeSet<WorkerId> = input
+            .workers
+            .iter()
+            // A worker whose session dropped keeps its place while its lease runs: it is most
+            // likely reconnecting, and commands to it are sent again until it is back.
+            .filter(|(w, h)| {
+                matches!(h, WorkerHealth::Live | WorkerHealth::Disconnected) && !self.draining.contains(*w)
+            })
+            .map(|(w, _)| w.clone())
+            .collect();
+        let mut current = BTreeMap::new();
+        for (&shard, record) in &self.map.shards {
+            let shard = ShardId(shard);
+            if let Some(m) = self.moves.get(&shard) {
+                current.insert(shard, m.handover.to.clone());
+            } else if let Some(owner) = &record.owner {
+                let owner = WorkerId(owner.clone());
+                if input.workers.get(&owner).is_some_and(|h| *h != WorkerHealth::Gone) {
+                    current.insert(shard, owner);
+                }
+            }
+        }
+        let pins: BTreeMap<ShardId, WorkerId> =
+            self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
+        let mut config = self.config.placement.clone();
+        if rebalance {
+            config.hysteresis = 0.0;
+        }
+        let placed = placement::place(
+            PlacementInput {
+                shard_count: self.map.shard_count,
+                eligible: &eligible,
+                loads: &input.loads,
+                pins: &pins,
+                current: &current,
+            },
+            &config,
+        );
+        placed.moves.into_iter().filter(|m| !self.moves.contains_key(&m.shard)).collect()
+    }
+
+    /// Starts `moves` now (an operator's rebalance); the caller stores the map, then sends.
+    pub fn start_moves(&mut self, moves: &[Move], input: &StepInput, out: &mut StepOutput) {
+        let now = input.now.unwrap_or_else(Instant::now);
+        for m in moves {
+            self.start(m.shard, m.to.clone(), input, now, out);
+        }
+    }
+
+    pub fn step(&mut self, input: &StepInput) -> StepOutput {
+        let now = input.now.unwrap_or_else(Instant::now);
+        let mut out = StepOutput::default();
+        for (worker, held) in &input.registrations {
+            self.reconcile_registration(worker, held, &mut out);
+        }
+        for ack in &input.acks {
+            self.on_ack(ack, now, &mut out);
+        }
+        self.on_liveness(input, now, &mut out);
+        self.resend(now, &mut out);
+        // A fail-over must move nothing: place only once every live worker had its chance to
+        // register with this leader.
+        let settled =
+            input.workers.iter().all(|(w, h)| *h != WorkerHealth::Live || self.registered.contains(w))
+                || now.saturating_duration_since(self.leading_since) >= self.config.registration_grace;
+        if settled {
+            for m in std::mem::take(&mut self.requested) {
+                if input.workers.get(&m.to) == Some(&WorkerHealth::Live) {
+                    self.start(m.shard, m.to, input, now, &mut out);
+                }
+            }
+            let planned = self.plan(input, false);
+            for m in planned {
+                if self.moves.len() >= self.config.max_moves_in_flight {
+                    break;
+                }
+                self.start(m.shard, m.to, input, now, &mut out);
+            }
+        }
+        self.tell_drained(&mut out);
+        out
+    }
+
+    fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        if self.moves.contains_key(&shard) || shard.0 >= self.map.shard_count {
+            return;
+        }
+        let record = self.map.shards.entry(shard.0).or_default();
+        let from = record
+            .owner
+            .as_ref()
+            .map(|o| WorkerId(o.clone()))
+            .filter(|o| input.workers.get(o).is_some_and(|h| *h != WorkerHealth::Gone));
+        if from.as_ref() == Some(&to) {
+            return;
+        }
+        let epoch = record.epoch + 1;
+        let (handover, actions) = Handover::start(shard, from, to, epoch);
+        self.moves.insert(shard, InFlight { handover, sent_at: now });
+        self.apply(actions, out);
+    }
+
+    fn apply(&mut self, actions: Vec<Action>, out: &mut StepOutput) {
+        for action in actions {
+            match action {
+                Action::RecordMove { shard, to, epoch } => {
+                    let record = self.map.shards.entry(shard.0).or_default();
+                    record.epoch = epoch;
+                    record.moving_to = Some(to.0);
+                    out.store = true;
+                }
+                Action::RecordOwner { shard, owner, epoch } => {
+                    self.map
+                        .shards
+                        .insert(shard.0, ShardRecord { owner: Some(owner.0), epoch, moving_to: None });
+                    out.store = true;
+                }
+                Action::RecordUnowned { shard, epoch, .. } => {
+                    self.map.shards.insert(shard.0, ShardRecord { owner: None, epoch, moving_to: None });
+                    out.store = true;
+                }
+                Action::SendPrepare { to, shard, epoch } => {
+                    out.sends.push((to, Command::Prepare { shard, epoch }))
+                }
+                Action::SendRevoke { to, shard, epoch } => {
+                    out.sends.push((to, Command::Revoke { shard, epoch }))
+                }
+                Action::SendActivate { to, shard, epoch, barrier } => {
+                    out.sends.push((to, Command::Activate { shard, epoch, barrier }))
+                }
+                Action::SendDrop { to, shard, epoch } => out.sends.push((to, Command::Drop { shard, epoch })),
+            }
+        }
+    }
+
+    fn reconcile_registration(&mut self, worker: &WorkerId, held: &[HeldShard], out: &mut StepOutput) {
+        self.registered.insert(worker.clone());
+        let held_shards: BTreeSet<ShardId> = held.iter().map(|h| h.shard).collect();
+        for h in held {
+            if let Some(m) = self.moves.get(&h.shard) {
+                let involved = m.handover.to == *worker || m.handover.from.as_ref() == Some(worker);
+                if involved {
+                    continue;
+                }
+            }
+            let record = self.map.shards.get(&h.shard.0).cloned().unwrap_or_default();
+            let owns = record.owner.as_deref() == Some(worker.0.as_str()) && record.epoch == h.epoch;
+            match (owns, h.phase) {
+                (true, HeldPhase::Active) => {}
+                // The previous leader recorded it as owner and told it to act; it had not yet.
+                (true, HeldPhase::Preparing) => out.sends.push((
+                    worker.clone(),
+                    Command::Activate { shard: h.shard, epoch: h.epoch, barrier: Barrier::ConsistentList },
+                )),
+                // It stopped for a move the previous leader did not finish: nobody acts.
+                (true, HeldPhase::Revoking) => {
+                    self.map
+                        .shards
+                        .insert(h.shard.0, ShardRecord { owner: None, epoch: record.epoch, moving_to: None });
+                    out.store = true;
+                    out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }));
+                }
+                (false, _) => {
+                    out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }))
+                }
+            }
+        }
+        // Shards the map gives it that it no longer holds (it restarted): nobody acts for them.
+        for (shard, record) in self.map.shards.iter_mut() {
+            let shard = ShardId(*shard);
+            if record.owner.as_deref() == Some(worker.0.as_str())
+                && !held_shards.contains(&shard)
+                && !self.moves.contains_key(&shard)
+            {
+                record.owner = None;
+                out.store = true;
+            }
+        }
+    }
+
+    fn on_ack(&mut self, ack: &Ack, now: Instant, out: &mut StepOutput) {
+        let Some(m) = self.moves.get_mut(&ack.shard) else { return };
+        let h = &m.handover;
+        let event = match ack.step {
+            Step::Prepared if h.to == ack.worker => Event::Prepared { epoch: ack.epoch },
+            Step::Revoked if h.from.as_ref() == Some(&ack.worker) => {
+                Event::Revoked { epoch: ack.epoch, last_write: ack.last_write.clone() }
+            }
+            Step::Activated if h.to == ack.worker => Event::Activated { epoch: ack.epoch },
+            _ => return,
+        };
+        let actions = m.handover.on(event);
+        if !actions.is_empty() {
+            m.sent_at = now;
+        }
+        self.apply(actions, out);
+        self.finish(ack.shard);
+    }
+
+    fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let gone = |w: &WorkerId| input.workers.get(w).is_none_or(|h| *h == WorkerHealth::Gone);
+        let shards: Vec<ShardId> = self.moves.keys().copied().collect();
+        for shard in shards {
+            let Some(m) = self.moves.get_mut(&shard) else { continue };
+            let mut actions = Vec::new();
+            if m.handover.from.as_ref().is_some_and(gone) {
+                actions.extend(m.handover.on(Event::OldOwnerExpired));
+            }
+            if gone(&m.handover.to) {
+                actions.extend(m.handover.on(Event::NewOwnerExpired));
+            }
+            if !actions.is_empty() {
+                m.sent_at = now;
+            }
+            self.apply(actions, out);
+            self.finish(shard);
+        }
+        // Owners that are gone, with no move: nobody acts for their shards until placed again.
+        for (shard, record) in self.map.shards.iter_mut() {
+            if self.moves.contains_key(&ShardId(*shard)) {
+                continue;
+            }
+            if record.owner.as_ref().is_some_and(|o| gone(&WorkerId(o.clone()))) {
+                record.owner = None;
+                out.store = true;
+            }
+        }
+    }
+
+    /// Drops a finished move; a cancelled one leaves the map's owner as it was.
+    fn finish(&mut self, shard: ShardId) {
+        if self.moves.get(&shard).is_some_and(|m| m.handover.is_finished()) {
+            if let Some(m) = self.moves.remove(&shard)
+                && matches!(m.handover.phase(), Phase::Cancelled)
+                && let Some(record) = self.map.shards.get_mut(&shard.0)
+            {
+                record.moving_to = None;
+            }
+        }
+    }
+
+    fn resend(&mut self, now: Instant, out: &mut StepOutput) {
+        for (&shard, m) in self.moves.iter_mut() {
+            if now.saturating_duration_since(m.sent_at) < self.config.resend_after {
+                continue;
+            }
+            m.sent_at = now;
+            let h = &m.handover;
+            let epoch = h.epoch;
+            match h.phase() {
+                Phase::Preparing => out.sends.push((h.to.clone(), Command::Prepare { shard, epoch })),
+                Phase::Revoking => {
+                    if let Some(from) = &h.from {
+                        out.sends.push((from.clone(), Command::Revoke { shard, epoch }));
+                    }
+                }
+                Phase::Activating { barrier } => out
+                    .sends
+                    .push((h.to.clone(), Command::Activate { shard, epoch, barrier: barrier.clone() })),
+                _ => {}
+            }
+        }
+    }
+
+    fn tell_drained(&mut self, out: &mut StepOutput) {
+        let owners = self.shards_by_owner();
+        for worker in &self.draining {
+            let busy = owners.contains_key(worker)
+                || self
+                    .moves
+                    .values()
+                    .any(|m| m.handover.to == *worker || m.handover.from.as_ref() == Some(worker));
+            if !busy && self.drain_told.insert(worker.clone()) {
+                out.sends.push((worker.clone(), Command::DrainComplete));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

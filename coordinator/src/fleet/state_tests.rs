@@ -1,0 +1,232 @@
+use super::*;
+
+fn w(name: &str) -> WorkerId {
+    WorkerId(name.into())
+}
+
+fn map(shards: u32, owners: &[(u32, &str, u64)]) -> ShardMapRecord {
+    ShardMapRecord {
+        shard_count: shards,
+        shards: owners
+            .iter()
+            .map(|(s, o, e)| (*s, ShardRecord { owner: Some(o.to_string()), epoch: *e, moving_to: None }))
+            .collect(),
+        pins: BTreeMap::new(),
+    }
+}
+
+fn input(now: Instant, workers: &[(&str, WorkerHealth)]) -> StepInput {
+    StepInput {
+        now: Some(now),
+        workers: workers.iter().map(|(n, h)| (w(n), *h)).collect(),
+        ..StepInput::default()
+    }
+}
+
+fn ack(worker: &str, shard: u32, epoch: u64, step: Step, last: Option<&str>) -> Ack {
+    Ack { worker: w(worker), shard: ShardId(shard), epoch, step, last_write: last.map(str::to_string) }
+}
+
+fn registered(
+    state: &mut FleetState,
+    now: Instant,
+    workers: &[(&str, WorkerHealth)],
+    held: &[(&str, Vec<HeldShard>)],
+) -> StepOutput {
+    let mut i = input(now, workers);
+    i.registrations = held.iter().map(|(n, h)| (w(n), h.clone())).collect();
+    state.step(&i)
+}
+
+fn held(shard: u32, epoch: u64, phase: HeldPhase) -> HeldShard {
+    HeldShard { shard: ShardId(shard), epoch, phase }
+}
+
+const LIVE: WorkerHealth = WorkerHealth::Live;
+
+#[test]
+fn a_new_fleet_places_every_shard_once_its_workers_registered() {
+    let now = Instant::now();
+    let mut state = FleetState::new(map(4, &[]), FleetConfig::default(), now);
+    let out = registered(&mut state, now, &[("a", LIVE), ("b", LIVE)], &[("a", vec![]), ("b", vec![])]);
+    assert!(out.store, "moves are recorded before any worker hears of them");
+    let prepares: Vec<_> = out.sends.iter().filter(|(_, c)| matches!(c, Command::Prepare { .. })).collect();
+    assert_eq!(prepares.len(), 4, "{out:?}");
+    // A shard nobody owned activates after PREPARE alone, on a consistent list.
+    let (to, Command::Prepare { shard, epoch }) = prepares[0].clone() else { unreachable!() };
+    let mut i = input(now, &[("a", LIVE), ("b", LIVE)]);
+    i.acks = vec![ack(&to.0, shard.0, epoch, Step::Prepared, None)];
+    let out = state.step(&i);
+    assert!(out.store);
+    assert!(
+        out.sends
+            .contains(&(to.clone(), Command::Activate { shard, epoch, barrier: Barrier::ConsistentList }))
+    );
+    assert_eq!(state.owner(shard), Some(to.0.as_str()));
+}
+
+#[test]
+fn a_fail_over_moves_nothing_while_workers_register() {
+    let now = Instant::now();
+    let mut state = FleetState::new(
+        map(4, &[(0, "a", 1), (1, "a", 1), (2, "b", 1), (3, "b", 1)]),
+        FleetConfig::default(),
+        now,
+    );
+    // Only a has registered so far: b's shards must not move to a.
+    let out = registered(
+        &mut state,
+        now,
+        &[("a", LIVE), ("b", LIVE)],
+        &[("a", vec![held(0, 1, HeldPhase::Active), held(1, 1, HeldPhase::Active)])],
+    );
+    assert!(out.sends.is_empty() && !out.store, "{out:?}");
+    let out = registered(
+        &mut state,
+        now,
+        &[("a", LIVE), ("b", LIVE)],
+        &[("b", vec![held(2, 1, HeldPhase::Active), held(3, 1, HeldPhase::Active)])],
+    );
+    assert!(out.sends.is_empty() && !out.store, "a settled map stays: {out:?}");
+}
+
+#[test]
+fn registration_reconciles_what_a_worker_holds_with_the_map() {
+    let now = Instant::now();
+    let mut state = FleetState::new(
+        map(4, &[(0, "a", 3), (1, "a", 3), (2, "a", 3), (3, "a", 3)]),
+        FleetConfig::default(),
+        now,
+    );
+    let out = registered(
+        &mut state,
+        now,
+        &[("a", LIVE)],
+        &[(
+            "a",
+            vec![
+                held(0, 3, HeldPhase::Active),
+                // Revoked for a move the previous leader did not finish: it no longer acts.
+                held(1, 3, HeldPhase::Revoking),
+                // Recorded as owner, not yet told to act.
+                held(2, 3, HeldPhase::Preparing),
+                // Not at the map's epoch: stale.
+                held(3, 2, HeldPhase::Active),
+            ],
+        )],
+    );
+    assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(1), epoch: 3 })));
+    assert!(out.sends.contains(&(
+        w("a"),
+        Command::Activate { shard: ShardId(2), epoch: 3, barrier: Barrier::ConsistentList }
+    )));
+    assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(3), epoch: 2 })));
+    assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Drop { shard: ShardId(0), .. })));
+    // Shard 1 (unowned now) and 3 (a no longer holds it at the map's epoch… it is still the
+    // map's owner until a holds nothing for it) are placed again.
+    assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(1), epoch: 4 })), "{out:?}");
+}
+
+#[test]
+fn a_graceful_move_revokes_the_old_owner_before_the_new_one_acts() {
+    let now = Instant::now();
+    let mut state = FleetState::new(map(2, &[(0, "a", 5), (1, "b", 5)]), FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    registered(
+        &mut state,
+        now,
+        &workers,
+        &[("a", vec![held(0, 5, HeldPhase::Active)]), ("b", vec![held(1, 5, HeldPhase::Active)])],
+    );
+    state.request_move(ShardId(0), w("b"));
+    let out = state.step(&input(now, &workers));
+    assert_eq!(out.sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 6 })]);
+    assert!(out.store);
+    let mut i = input(now, &workers);
+    i.acks = vec![ack("b", 0, 6, Step::Prepared, None)];
+    let out = state.step(&i);
+    assert_eq!(out.sends, [(w("a"), Command::Revoke { shard: ShardId(0), epoch: 6 })]);
+    // A stray ACTIVATED from b must not count: a has not stopped.
+    i.acks = vec![ack("b", 0, 6, Step::Activated, None)];
+    assert!(state.step(&i).sends.is_empty());
+    assert_eq!(state.owner(ShardId(0)), Some("a"));
+    i.acks = vec![ack("a", 0, 6, Step::Revoked, Some("1200"))];
+    let out = state.step(&i);
+    assert!(out.store);
+    assert_eq!(
+        out.sends,
+        [(
+            w("b"),
+            Command::Activate {
+                shard: ShardId(0),
+                epoch: 6,
+                barrier: Barrier::ResourceVersion("1200".into())
+            }
+        )]
+    );
+    assert_eq!(state.owner(ShardId(0)), Some("b"));
+}
+
+#[test]
+fn a_dead_owners_shards_are_placed_only_after_its_lease_expired() {
+    let now = Instant::now();
+    let mut state = FleetState::new(map(2, &[(0, "a", 1), (1, "b", 1)]), FleetConfig::default(), now);
+    registered(
+        &mut state,
+        now,
+        &[("a", LIVE), ("b", LIVE)],
+        &[("a", vec![held(0, 1, HeldPhase::Active)]), ("b", vec![held(1, 1, HeldPhase::Active)])],
+    );
+    // a stops renewing: while its lease runs (Disconnected, Expiring) it keeps acting; b may
+    // warm the shard up but is never told to act.
+    let mut sends = Vec::new();
+    for health in [WorkerHealth::Disconnected, WorkerHealth::Expiring] {
+        let out = state.step(&input(now, &[("a", health), ("b", LIVE)]));
+        assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Activate { .. })), "{out:?}");
+        assert_eq!(state.owner(ShardId(0)), Some("a"));
+        sends.extend(out.sends);
+    }
+    assert_eq!(sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 2 })]);
+    let workers = [("a", WorkerHealth::Gone), ("b", LIVE)];
+    assert!(state.step(&input(now, &workers)).sends.is_empty());
+    let mut i = input(now, &workers);
+    i.acks = vec![ack("b", 0, 2, Step::Prepared, None)];
+    let out = state.step(&i);
+    assert_eq!(
+        out.sends,
+        [(w("b"), Command::Activate { shard: ShardId(0), epoch: 2, barrier: Barrier::ConsistentList })]
+    );
+}
+
+#[test]
+fn a_drained_worker_is_told_once_it_owns_nothing() {
+    let now = Instant::now();
+    let mut state = FleetState::new(map(1, &[(0, "a", 1)]), FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    registered(&mut state, now, &workers, &[("a", vec![held(0, 1, HeldPhase::Active)]), ("b", vec![])]);
+    state.set_draining(&w("a"), true);
+    let out = state.step(&input(now, &workers));
+    assert_eq!(out.sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 2 })]);
+    let mut i = input(now, &workers);
+    i.acks = vec![ack("b", 0, 2, Step::Prepared, None)];
+    state.step(&i);
+    i.acks = vec![ack("a", 0, 2, Step::Revoked, None)];
+    let out = state.step(&i);
+    assert!(out.sends.contains(&(w("a"), Command::DrainComplete)), "{out:?}");
+    assert!(state.drained(&w("a")));
+    i.acks = vec![];
+    assert!(!state.step(&i).sends.contains(&(w("a"), Command::DrainComplete)), "told once");
+}
+
+#[test]
+fn an_unanswered_command_is_sent_again() {
+    let now = Instant::now();
+    let config = FleetConfig { resend_after: Duration::from_secs(3), ..FleetConfig::default() };
+    let mut state = FleetState::new(map(1, &[]), config, now);
+    let out = registered(&mut state, now, &[("a", LIVE)], &[("a", vec![])]);
+    assert_eq!(out.sends, [(w("a"), Command::Prepare { shard: ShardId(0), epoch: 1 })]);
+    assert!(state.step(&input(now + Duration::from_secs(1), &[("a", LIVE)])).sends.is_empty());
+    let out = state.step(&input(now + Duration::from_secs(4), &[("a", LIVE)]));
+    assert_eq!(out.sends, [(w("a"), Command::Prepare { shard: ShardId(0), epoch: 1 })]);
+    assert!(!out.store, "a resend records nothing new");
+}
