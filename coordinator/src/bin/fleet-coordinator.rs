@@ -1,6 +1,6 @@
-//! `fleet-coordinator`: the leader-elected coordinator of a batchfleet. Today it runs the election
-//! on the coordination store and, while leading, the cluster-wide PodGC; shard placement and the
-//! worker sessions arrive with the fleet.
+//! `fleet-coordinator`: the leader-elected coordinator of a batchfleet. It runs the election on
+//! the coordination store and, while leading, the fleet (worker sessions, the shard map and its
+//! moves, the admin API on `--listen`) and the cluster-wide PodGC.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,6 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use batchfleet_coordinator::fleet::FleetShared;
+use batchfleet_coordinator::fleet::admin_service::AdminService;
+use batchfleet_coordinator::fleet::controller::{self, ControllerConfig};
+use batchfleet_coordinator::fleet::session_service::SessionService;
+use batchfleet_coordinator::fleet::state::FleetConfig;
 use batchfleet_coordinator::kube_client;
 use batchfleet_coordinator::leader::{self, ElectionTiming, Leadership};
 use batchfleet_coordinator::metrics_endpoint;
@@ -16,6 +21,8 @@ use batchfleet_coordinator::podgc::controller::{self as podgc, PodGcConfig, PodG
 use batchfleet_coordinator::store::CoordinationStore;
 use batchfleet_coordinator::store::etcd::EtcdStore;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
+use batchfleet_proto::v1::fleet_admin_server::FleetAdminServer;
+use batchfleet_proto::v1::fleet_session_server::FleetSessionServer;
 use clap::{Parser, ValueEnum};
 use tokio::sync::watch;
 
@@ -72,6 +79,12 @@ struct Args {
     /// Terminated pods kept before PodGC deletes the oldest; 0 turns that pass off.
     #[arg(long, default_value_t = 12_500)]
     terminated_pod_gc_threshold: usize,
+    /// S, the number of shards of a fleet created now (a power of two); a stored map keeps its own.
+    #[arg(long, env = "FLEET_SHARDS", default_value_t = 256, value_parser = parse_shard_count)]
+    shards: u32,
+    /// How long past a worker's lease expiry its shards stay its own before they move.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    worker_lease_margin: Duration,
     /// How often PodGC runs.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     podgc_period: Duration,
@@ -99,6 +112,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         _ => return Err(format!("{s:?} is not a duration such as 500ms, 20s or 2m")),
     };
     Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))
+}
+
+fn parse_shard_count(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() => Ok(n),
+        _ => Err(format!("{s:?} is not a power of two such as 256")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -163,10 +183,16 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         tracing::info!("shutting down: stepping down as leader");
         let _ = stop_tx.send(true);
     });
+    let fleet_config = ControllerConfig {
+        shard_count: args.shards,
+        lease_margin: args.worker_lease_margin,
+        period: Duration::from_millis(200),
+        fleet: FleetConfig::default(),
+    };
     let leadership = match args.store {
         StoreKind::Kubernetes => {
             let store = Arc::new(KubernetesStore::new(client.clone(), &args.namespace));
-            start_election(store, &id, timing, &stop)
+            start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
         }
         StoreKind::Etcd => {
             let store = Arc::new(
@@ -174,7 +200,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("connecting to etcd at {}", args.etcd_endpoints.join(",")))?,
             );
-            start_election(store, &id, timing, &stop)
+            start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
         }
     };
     let (leadership, election) = leadership;
@@ -193,13 +219,37 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_election<S: CoordinationStore + 'static>(
+/// Starts the election, the fleet controller and the gRPC server (sessions and admin) on one
+/// store; returns the leadership handle and the election's task.
+async fn start_fleet<S: CoordinationStore + 'static>(
     store: Arc<S>,
     id: &str,
     timing: ElectionTiming,
+    config: ControllerConfig,
+    args: &Args,
     stop: &watch::Receiver<bool>,
-) -> (Leadership, tokio::task::JoinHandle<()>) {
-    leader::start(store, id.to_string(), timing, stop.clone())
+) -> anyhow::Result<(Leadership, tokio::task::JoinHandle<()>)> {
+    let (leadership, election) = leader::start(store.clone(), id.to_string(), timing, stop.clone());
+    let shared =
+        Arc::new(FleetShared::new(id.to_string(), store.kind(), leadership.clone(), config.lease_margin));
+    tokio::spawn(controller::run(store, shared.clone(), config, stop.clone()));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding --listen {}", args.listen))?;
+    tracing::info!(listen = %listener.local_addr()?, "serving the fleet's sessions and admin API");
+    let mut server_stop = stop.clone();
+    let server = tonic::transport::Server::builder()
+        .add_service(FleetSessionServer::new(SessionService::new(shared.clone())))
+        .add_service(FleetAdminServer::new(AdminService::new(shared)))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async move {
+            let _ = server_stop.wait_for(|s| *s).await;
+        });
+    tokio::spawn(async move {
+        if let Err(e) = server.await {
+            tracing::error!(error = %e, "the gRPC server stopped");
+        }
+    });
+    Ok((leadership, election))
 }
 
 fn hostname() -> Option<String> {

@@ -129,6 +129,8 @@ pub struct FleetState {
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
     leading_since: Instant,
+    /// The map changed outside a step (pins) and must be stored.
+    map_dirty: bool,
 }
 
 /// A shard's state as the admin API reports it.
@@ -167,6 +169,7 @@ impl FleetState {
             registered: BTreeSet::new(),
             requested: Vec::new(),
             leading_since: now,
+            map_dirty: false,
         }
     }
 
@@ -236,6 +239,7 @@ impl FleetState {
             Some(w) => self.map.pins.insert(shard.0, w.0.clone()),
             None => self.map.pins.remove(&shard.0),
         };
+        self.map_dirty = true;
     }
 
     /// The moves placement would start now, without the hysteresis band when `rebalance`.
@@ -281,17 +285,9 @@ impl FleetState {
         placed.moves.into_iter().filter(|m| !self.moves.contains_key(&m.shard)).collect()
     }
 
-    /// Starts `moves` now (an operator's rebalance); the caller stores the map, then sends.
-    pub fn start_moves(&mut self, moves: &[Move], input: &StepInput, out: &mut StepOutput) {
-        let now = input.now.unwrap_or_else(Instant::now);
-        for m in moves {
-            self.start(m.shard, m.to.clone(), input, now, out);
-        }
-    }
-
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
         let now = input.now.unwrap_or_else(Instant::now);
-        let mut out = StepOutput::default();
+        let mut out = StepOutput { store: std::mem::take(&mut self.map_dirty), ..StepOutput::default() };
         for (worker, held) in &input.registrations {
             self.reconcile_registration(worker, held, &mut out);
         }
@@ -471,13 +467,12 @@ impl FleetState {
 
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
     fn finish(&mut self, shard: ShardId) {
-        if self.moves.get(&shard).is_some_and(|m| m.handover.is_finished()) {
-            if let Some(m) = self.moves.remove(&shard)
-                && matches!(m.handover.phase(), Phase::Cancelled)
-                && let Some(record) = self.map.shards.get_mut(&shard.0)
-            {
-                record.moving_to = None;
-            }
+        if self.moves.get(&shard).is_some_and(|m| m.handover.is_finished())
+            && let Some(m) = self.moves.remove(&shard)
+            && matches!(m.handover.phase(), Phase::Cancelled)
+            && let Some(record) = self.map.shards.get_mut(&shard.0)
+        {
+            record.moving_to = None;
         }
     }
 

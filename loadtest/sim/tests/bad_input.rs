@@ -165,8 +165,19 @@ const CM_YAML: &[u8] =
 const JOB_JSON: &[u8] = br#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"fuzz"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i","env":[{"name":"A","value":"1"}]}]}}}}"#;
 const OPS: &[u8] = br#"[{"op":"replace","path":"/data/k","value":"x"},{"op":"add","path":"/metadata/labels/b","value":"2"},{"op":"remove","path":"/data"},{"op":"test","path":"/metadata/name","value":"fuzz"}]"#;
 
+/// A ConfigMap and a Job in protobuf, enveloped, as client-go sends them.
+fn protobuf_of(json: &[u8]) -> &'static [u8] {
+    let value: Value = serde_json::from_slice(json).expect("static JSON");
+    let body =
+        batchfleet_sim::protobuf::codec::encode_enveloped(batchfleet_sim::protobuf::schema::schema(), &value)
+            .expect("a built-in kind");
+    Box::leak(body.into_boxed_slice())
+}
+
 fn bodies() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
+        mutated(protobuf_of(CM_JSON)),
+        mutated(protobuf_of(JOB_JSON)),
         arb_json().prop_map(|v| serde_json::to_vec(&v).unwrap_or_default()),
         proptest::collection::vec(any::<u8>(), 0..48),
         mutated(CM_JSON),
@@ -180,7 +191,9 @@ fn bodies() -> impl Strategy<Value = Vec<u8>> {
 enum Request {
     CreateJson,
     CreateYaml,
+    CreateProtobuf,
     UpdateJson,
+    UpdateProtobuf,
     Patch(&'static str),
 }
 
@@ -188,7 +201,9 @@ fn requests() -> impl Strategy<Value = Request> {
     proptest::sample::select(vec![
         Request::CreateJson,
         Request::CreateYaml,
+        Request::CreateProtobuf,
         Request::UpdateJson,
+        Request::UpdateProtobuf,
         Request::Patch("application/json-patch+json"),
         Request::Patch("application/merge-patch+json"),
         Request::Patch("application/strategic-merge-patch+json"),
@@ -218,7 +233,13 @@ fn random_bodies_always_get_a_status() {
         let (method, uri, ct) = match request {
             Request::CreateJson => ("POST", collection.to_string(), "application/json"),
             Request::CreateYaml => ("POST", collection.to_string(), "application/yaml"),
+            Request::CreateProtobuf => {
+                ("POST", collection.to_string(), "application/vnd.kubernetes.protobuf")
+            }
             Request::UpdateJson => ("PUT", format!("{collection}/fuzz"), "application/json"),
+            Request::UpdateProtobuf => {
+                ("PUT", format!("{collection}/fuzz"), "application/vnd.kubernetes.protobuf")
+            }
             Request::Patch(ct) => ("PATCH", format!("{collection}/fuzz?fieldManager=fuzz"), ct),
         };
         let (code, answer) = rt.block_on(send(&c, method, &uri, ct, &body));

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batchfleet_worker::client::ClientLimits;
+use batchfleet_worker::fleet::lease;
+use batchfleet_worker::fleet::session::{self, SessionConfig};
 use batchfleet_worker::standalone::{self, WorkerOptions};
 use clap::Parser;
 
@@ -59,6 +61,51 @@ struct Args {
     /// S, the number of shards the key space is cut into (a power of two); standalone owns all.
     #[arg(long, default_value_t = 256)]
     shards: u32,
+    /// The coordinators' session addresses (`http://HOST:7400`), tried in turn; the leader
+    /// answers. Required unless --standalone.
+    #[arg(long, env = "FLEET_COORDINATOR", value_delimiter = ',')]
+    coordinator: Vec<String>,
+    /// Where the worker renews its liveness lease: the same store as the coordinator's.
+    #[arg(long, env = "FLEET_STORE", value_enum, default_value = "kubernetes")]
+    store: StoreKind,
+    #[arg(
+        long,
+        env = "FLEET_ETCD_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    etcd_endpoints: Vec<String>,
+    #[arg(long, default_value = "/batchfleet/")]
+    etcd_prefix: String,
+    /// The namespace of the Kubernetes store's Leases (the coordinator's --namespace).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
+    namespace: String,
+    /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    lease_duration: std::time::Duration,
+    /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    drain_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StoreKind {
+    Kubernetes,
+    Etcd,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) =
+        s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
+    let value: f64 =
+        number.parse().map_err(|_| format!("{s:?} is not a duration such as 500ms, 15s or 1m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("{s:?} is not a duration such as 500ms, 15s or 1m")),
+    };
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))
 }
 
 /// The host name, as `hostname` prints it.
@@ -79,8 +126,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if !args.standalone {
-        eprintln!("fleet-worker: only --standalone is available until the coordinator protocol lands");
+    let has_coordinator = !args.coordinator.is_empty();
+    if args.standalone == has_coordinator {
+        eprintln!("fleet-worker: give either --standalone or --coordinator URL[,URL…]");
+        return ExitCode::from(2);
+    }
+    if args.lease_duration < std::time::Duration::from_millis(300) {
+        eprintln!("fleet-worker: --lease-duration must be at least 300ms");
         return ExitCode::from(2);
     }
     if args.concurrent_job_syncs == 0
@@ -129,20 +181,163 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let fleet = (!args.standalone).then(|| FleetFlags {
+        coordinators: args.coordinator.clone(),
+        store: args.store,
+        etcd_endpoints: args.etcd_endpoints.clone(),
+        etcd_prefix: args.etcd_prefix.clone(),
+        namespace: args.namespace.clone(),
+        lease_duration: args.lease_duration,
+        drain_timeout: args.drain_timeout,
+    });
     runtime.block_on(async {
-        let mut worker = match standalone::start(opts).await {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("fleet-worker: {e}");
-                return ExitCode::FAILURE;
-            }
+        let result = match fleet {
+            None => run_standalone(opts).await,
+            Some(flags) => run_in_fleet(opts, flags).await,
         };
-        tokio::select! {
-            _ = worker.wait() => {
-                eprintln!("fleet-worker: a controller task ended");
+        match result {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("fleet-worker: {e:#}");
                 ExitCode::FAILURE
             }
-            _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
         }
     })
+}
+
+async fn run_standalone(opts: WorkerOptions) -> anyhow::Result<ExitCode> {
+    let mut worker = standalone::start(opts).await?;
+    Ok(tokio::select! {
+        _ = worker.wait() => {
+            eprintln!("fleet-worker: a controller task ended");
+            ExitCode::FAILURE
+        }
+        _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
+    })
+}
+
+struct FleetFlags {
+    coordinators: Vec<String>,
+    store: StoreKind,
+    etcd_endpoints: Vec<String>,
+    etcd_prefix: String,
+    namespace: String,
+    lease_duration: std::time::Duration,
+    drain_timeout: std::time::Duration,
+}
+
+/// A fleet worker: no shards until the coordinator gives them; a lease renewed in the store; on
+/// SIGTERM, asks to be drained and exits once every shard has moved (or the timeout passed).
+async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<ExitCode> {
+    use batchfleet_store::etcd::EtcdStore;
+    use batchfleet_store::kubernetes::KubernetesStore;
+    let client = batchfleet_worker::client::build(
+        opts.kubeconfig.as_deref(),
+        opts.client_limits,
+        &batchfleet_worker::client::user_agent(&opts.worker_id),
+    )
+    .await?;
+    let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
+    let worker_id = opts.worker_id.clone();
+    let kubeconfig = opts.kubeconfig.clone();
+    let mut worker = standalone::start_on_shards(
+        client.clone(),
+        opts,
+        batchfleet_worker::runtime::shard::ShardTable::new(space),
+        None,
+    )
+    .await?;
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let (renewed_tx, renewed) = tokio::sync::watch::channel(false);
+    let (drained_tx, mut drained) = tokio::sync::watch::channel(false);
+    let id = batchfleet_store::ids::WorkerId(worker_id.clone());
+    let lease = match flags.store {
+        StoreKind::Kubernetes => {
+            // The lease has a client of its own, as kube-controller-manager's leader election
+            // does: renewals must not wait behind the controllers' requests in the rate limiter.
+            let lease_client = batchfleet_worker::client::build(
+                kubeconfig.as_deref(),
+                ClientLimits::UNLIMITED,
+                &batchfleet_worker::client::user_agent(&worker_id),
+            )
+            .await?;
+            let store = std::sync::Arc::new(KubernetesStore::new(lease_client, &flags.namespace));
+            tokio::spawn(lease::keep(
+                store,
+                id,
+                flags.lease_duration,
+                worker.runtime.clone(),
+                renewed_tx,
+                stop.clone(),
+            ))
+        }
+        StoreKind::Etcd => {
+            let store =
+                std::sync::Arc::new(EtcdStore::connect(&flags.etcd_endpoints, &flags.etcd_prefix).await?);
+            tokio::spawn(lease::keep(
+                store,
+                id,
+                flags.lease_duration,
+                worker.runtime.clone(),
+                renewed_tx,
+                stop.clone(),
+            ))
+        }
+    };
+    let config = SessionConfig {
+        coordinators: flags.coordinators.clone(),
+        worker_id: worker_id.clone(),
+        address: worker.metrics_addr.to_string(),
+        heartbeat: std::time::Duration::from_secs(1),
+    };
+    tokio::spawn(session::run(config, worker.runtime.clone(), client, renewed, drained_tx, stop.clone()));
+    let code = tokio::select! {
+        _ = worker.wait() => {
+            eprintln!("fleet-worker: a controller task ended");
+            ExitCode::FAILURE
+        }
+        _ = terminated() => {
+            tracing::info!("asked to stop: draining first");
+            ask_to_drain(&flags.coordinators, &worker_id).await;
+            if tokio::time::timeout(flags.drain_timeout, drained.wait_for(|d| *d)).await.is_err() {
+                tracing::warn!(timeout = ?flags.drain_timeout, "not drained in time; stopping every shard");
+            }
+            ExitCode::SUCCESS
+        }
+    };
+    lease::fence(&worker.runtime);
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), lease).await;
+    Ok(code)
+}
+
+/// Asks whichever coordinator leads to drain this worker.
+async fn ask_to_drain(coordinators: &[String], worker: &str) {
+    use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
+    for url in coordinators {
+        let Ok(endpoint) = tonic::transport::Endpoint::from_shared(url.clone()) else { continue };
+        let Ok(channel) = endpoint.connect_timeout(std::time::Duration::from_secs(2)).connect().await else {
+            continue;
+        };
+        let request = batchfleet_proto::v1::WorkerRequest { worker: worker.to_string() };
+        match FleetAdminClient::new(channel).drain(request).await {
+            Ok(_) => return,
+            Err(e) => tracing::debug!(coordinator = %url, error = %e, "drain request refused"),
+        }
+    }
+    tracing::warn!("no coordinator accepted the drain request");
+}
+
+async fn terminated() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -1,0 +1,133 @@
+//! `FleetSession`: registration, heartbeats with per-shard load, the command stream and
+//! acknowledgements. Only the leader serves it; a standby answers FAILED_PRECONDITION so a
+//! worker tries its next coordinator address.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use batchfleet_proto::v1 as pb;
+use batchfleet_proto::v1::fleet_session_server::FleetSession;
+use futures::Stream;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::state::{Ack, HeldPhase, HeldShard, Step};
+use super::{FleetShared, not_leader};
+use crate::ids::{ShardId, WorkerId};
+
+pub struct SessionService {
+    shared: Arc<FleetShared>,
+}
+
+impl SessionService {
+    pub fn new(shared: Arc<FleetShared>) -> Self {
+        Self { shared }
+    }
+
+    fn lead(&self) -> Result<u32, Status> {
+        if !self.shared.leadership.is_leader() {
+            return Err(not_leader());
+        }
+        // The map is loaded a moment after leadership is won.
+        self.shared
+            .state
+            .lock()
+            .as_ref()
+            .map(|s| s.shard_count())
+            .ok_or_else(|| Status::unavailable("the leader is loading the shard map"))
+    }
+}
+
+type CommandStream = Pin<Box<dyn Stream<Item = Result<pb::Command, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl FleetSession for SessionService {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let shard_count = self.lead()?;
+        let r = request.into_inner();
+        if r.worker_id.is_empty() {
+            return Err(Status::invalid_argument("worker_id is required"));
+        }
+        let held = r
+            .held
+            .iter()
+            .filter_map(|h| {
+                let phase = match h.phase.as_str() {
+                    "preparing" => HeldPhase::Preparing,
+                    "active" => HeldPhase::Active,
+                    "revoking" => HeldPhase::Revoking,
+                    _ => return None,
+                };
+                Some(HeldShard { shard: ShardId(h.shard), epoch: h.epoch, phase })
+            })
+            .collect();
+        let worker = WorkerId(r.worker_id.clone());
+        let session_id = self.shared.hub.register(worker, held);
+        tracing::info!(worker = %r.worker_id, address = %r.address, session_id, held = r.held.len(), "worker registered");
+        Ok(Response::new(pb::RegisterResponse {
+            session_id,
+            shard_count,
+            session_ttl_ms: u64::try_from(self.shared.lease_margin.as_millis()).unwrap_or(u64::MAX),
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        self.lead()?;
+        let r = request.into_inner();
+        if !self.shared.hub.heartbeat(r.session_id, &r.loads) {
+            return Err(Status::not_found("unknown session: register again"));
+        }
+        Ok(Response::new(pb::HeartbeatResponse {}))
+    }
+
+    type CommandsStream = CommandStream;
+
+    async fn commands(
+        &self,
+        request: Request<pb::CommandStreamRequest>,
+    ) -> Result<Response<Self::CommandsStream>, Status> {
+        self.lead()?;
+        let session = request.into_inner().session_id;
+        let rx = self
+            .shared
+            .hub
+            .open_stream(session)
+            .ok_or_else(|| Status::not_found("unknown session: register again"))?;
+        let stream = UnboundedReceiverStream::new(rx).map(Ok);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn acknowledge(&self, request: Request<pb::Ack>) -> Result<Response<pb::AckResponse>, Status> {
+        self.lead()?;
+        let r = request.into_inner();
+        let worker = self
+            .shared
+            .hub
+            .worker_of(r.session_id)
+            .ok_or_else(|| Status::not_found("unknown session: register again"))?;
+        let assignment = r.assignment.ok_or_else(|| Status::invalid_argument("assignment is required"))?;
+        let step = match pb::Step::try_from(r.step) {
+            Ok(pb::Step::Prepared) => Step::Prepared,
+            Ok(pb::Step::Revoked) => Step::Revoked,
+            Ok(pb::Step::Activated) => Step::Activated,
+            Ok(pb::Step::Dropped) => Step::Dropped,
+            _ => return Err(Status::invalid_argument("step is required")),
+        };
+        let last_write = Some(r.last_write_resource_version).filter(|rv| !rv.is_empty());
+        self.shared.hub.ack(Ack {
+            worker,
+            shard: ShardId(assignment.shard),
+            epoch: assignment.epoch,
+            step,
+            last_write,
+        });
+        Ok(Response::new(pb::AckResponse {}))
+    }
+}

@@ -1,0 +1,195 @@
+//! The fleet as separate processes against the sim cluster: one `fleet-coordinator` and two
+//! `fleet-worker`s. Shards are placed on both workers; Jobs in namespaces across the key space
+//! complete; a drain moves every shard off a worker by the hand-over; a worker killed with
+//! SIGKILL has its shards reassigned after its lease expires; Jobs keep completing throughout.
+//! From the sim's audit log: per namespace, the writing worker changes at most as often as its
+//! shard changed owner (the shard's epoch), so no two workers wrote for it in overlapping tenures.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use batchfleet_proto::v1 as pb;
+use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
+use batchfleet_sim::audit::read_log;
+use batchfleet_sim::testing::wait_until;
+use batchfleet_sim::{SimCluster, SimConfig};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use tokio::process::{Child, Command};
+
+const SHARDS: u32 = 16;
+const NAMESPACES: usize = 8;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// The worker binary sits next to the coordinator's; built here when a `-p` run did not build it.
+fn worker_binary() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_fleet-coordinator")).with_file_name("fleet-worker");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "batchfleet-worker", "--bin", "fleet-worker"])
+            .status()
+            .expect("cargo build runs");
+        assert!(status.success(), "building fleet-worker");
+    }
+    path
+}
+
+fn spawn_coordinator(kubeconfig: &Path, listen: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--coordinator-id", "coordinator-0", "--listen", listen, "--metrics-addr", "127.0.0.1:0"])
+        .args(["--shards", &SHARDS.to_string(), "--worker-lease-margin", "1s"])
+        .args(["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms"])
+        .args(["--leader-elect-retry-period", "200ms"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fleet-coordinator starts")
+}
+
+fn spawn_worker(binary: &Path, kubeconfig: &Path, coordinator: &str, id: &str) -> Child {
+    Command::new(binary)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--coordinator", coordinator, "--worker-id", id, "--metrics-addr", "127.0.0.1:0"])
+        .args(["--shards", &SHARDS.to_string(), "--lease-duration", "5s"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fleet-worker starts")
+}
+
+async fn admin(url: &str) -> Option<FleetAdminClient<tonic::transport::Channel>> {
+    FleetAdminClient::connect(url.to_string()).await.ok()
+}
+
+async fn shards(url: &str) -> Option<Vec<pb::ShardInfo>> {
+    Some(admin(url).await?.shards(pb::ShardsRequest {}).await.ok()?.into_inner().shards)
+}
+
+/// Owners of every shard once all are active, else `None`.
+async fn settled_owners(url: &str) -> Option<BTreeMap<u32, String>> {
+    let shards = shards(url).await?;
+    let settled =
+        shards.len() == SHARDS as usize && shards.iter().all(|s| s.state == "active" && !s.owner.is_empty());
+    settled.then(|| shards.into_iter().map(|s| (s.shard, s.owner)).collect())
+}
+
+async fn run_jobs(client: &kube::Client, round: &str) {
+    for i in 0..NAMESPACES {
+        let ns = format!("team-{i}");
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": format!("{round}-{i}")},
+            "spec": {"completions": 2, "parallelism": 1, "template": {
+                "metadata": {"annotations": {"sim.batchfleet.io/run": "100ms"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+        }))
+        .expect("job");
+        jobs.create(&PostParams::default(), &job).await.expect("create job");
+    }
+    for i in 0..NAMESPACES {
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &format!("team-{i}"));
+        let name = format!("{round}-{i}");
+        wait_until(&format!("job {name} in team-{i} completes"), Duration::from_secs(60), || {
+            let (jobs, name) = (jobs.clone(), name.clone());
+            async move { jobs.get(&name).await.ok()?.status?.succeeded.filter(|s| *s == 2) }
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.log");
+    let sim =
+        SimCluster::start(SimConfig { nodes: 2, audit_log: Some(audit.clone()), ..SimConfig::default() })
+            .await
+            .expect("sim");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let client = kube::Client::try_from(kube::Config::new(sim.url().parse().expect("url"))).expect("client");
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for i in 0..NAMESPACES {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": format!("team-{i}")}})).expect("ns");
+        nss.create(&PostParams::default(), &ns).await.expect("namespace");
+    }
+
+    let listen = format!("127.0.0.1:{}", free_port());
+    let url = format!("http://{listen}");
+    let _coordinator = spawn_coordinator(&kubeconfig, &listen);
+    let binary = worker_binary();
+    let _w0 = spawn_worker(&binary, &kubeconfig, &url, "w-0");
+    let mut w1 = spawn_worker(&binary, &kubeconfig, &url, "w-1");
+
+    let owners =
+        wait_until("every shard active on a worker", Duration::from_secs(60), || settled_owners(&url)).await;
+    for worker in ["w-0", "w-1"] {
+        assert!(owners.values().any(|o| o == worker), "{worker} got no shard: {owners:?}");
+    }
+    run_jobs(&client, "first").await;
+
+    // Drain w-0: every shard ends on w-1 and w-0 is told it is drained.
+    let mut rpc = admin(&url).await.expect("admin API");
+    rpc.drain(pb::WorkerRequest { worker: "w-0".into() }).await.expect("drain");
+    wait_until("w-0 drained", Duration::from_secs(60), || async {
+        let owners = settled_owners(&url).await?;
+        let workers = admin(&url).await?.workers(pb::WorkersRequest {}).await.ok()?.into_inner().workers;
+        let drained = workers.iter().any(|w| w.name == "w-0" && w.state == "drained");
+        (drained && owners.values().all(|o| o == "w-1")).then_some(())
+    })
+    .await;
+    run_jobs(&client, "drained").await;
+
+    // Undrain w-0, then kill w-1: its shards come to w-0 once its lease (5 s + 1 s margin) lapses.
+    rpc.undrain(pb::WorkerRequest { worker: "w-0".into() }).await.expect("undrain");
+    w1.start_kill().expect("kill -9");
+    w1.wait().await.expect("reaped");
+    wait_until("every shard on w-0", Duration::from_secs(60), || async {
+        settled_owners(&url).await.filter(|o| o.values().all(|o| o == "w-0"))
+    })
+    .await;
+    run_jobs(&client, "after-kill").await;
+
+    // From the audit log: per namespace, the writing worker changed at most as often as the
+    // namespace's shard changed owner.
+    let epochs: BTreeMap<u32, u64> =
+        shards(&url).await.expect("shards").into_iter().map(|s| (s.shard, s.epoch)).collect();
+    let events = read_log(&audit).expect("audit log");
+    let mut writers: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.is_write() && e.user_agent.starts_with("fleet-worker/")) {
+        let Some(ns) =
+            e.object_ref.as_ref().map(|o| o.namespace.clone()).filter(|ns| ns.starts_with("team-"))
+        else {
+            continue;
+        };
+        writers.entry(ns).or_default().push((e.request_received_timestamp.clone(), e.user_agent.clone()));
+    }
+    assert_eq!(writers.len(), NAMESPACES, "every namespace was written: {:?}", writers.keys());
+    for (ns, mut writes) in writers {
+        writes.sort();
+        let switches = writes.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64;
+        let shard = (batchfleet_sim::selector::shard::fnv1a64(ns.as_bytes())
+            / (u64::MAX / u64::from(SHARDS) + 1)) as u32;
+        let moves = epochs[&shard].saturating_sub(1);
+        assert!(
+            switches <= moves,
+            "{ns} (shard {shard}): writers switched {switches} times over {moves} moves"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! The worker's liveness lease, renewed by the worker itself in the coordination store. A worker
+//! that cannot renew within its TTL — by its own monotonic clock, from the send time of its last
+//! successful renewal — stops every shard before anyone could consider them free.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use batchfleet_store::CoordinationStore;
+use batchfleet_store::ids::WorkerId;
+use tokio::sync::watch;
+
+use crate::runtime::protocol::ShardRuntime;
+
+/// Renews the lease every third of `ttl` until `stop`; fences the runtime when the lease lapses.
+/// `renewed` turns true at the first successful renewal (the worker registers after it).
+pub async fn keep<S: CoordinationStore>(
+    store: Arc<S>,
+    worker: WorkerId,
+    ttl: Duration,
+    runtime: Arc<ShardRuntime>,
+    renewed: watch::Sender<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let period = ttl / 3;
+    let mut last_ok: Option<Instant> = None;
+    loop {
+        let sent = Instant::now();
+        // An attempt never outlives the lease it would extend.
+        let budget = last_ok
+            .map_or(ttl, |ok| ttl.saturating_sub(sent.duration_since(ok)))
+            .max(Duration::from_millis(50));
+        match tokio::time::timeout(budget, store.renew_worker(&worker, ttl)).await {
+            Ok(Ok(())) => {
+                last_ok = Some(sent);
+                renewed.send_replace(true);
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "renewing the worker lease failed"),
+            Err(_) => tracing::warn!("renewing the worker lease timed out"),
+        }
+        if let Some(ok) = last_ok
+            && Instant::now().duration_since(ok) >= ttl
+        {
+            fence(&runtime);
+            last_ok = None;
+            renewed.send_replace(false);
+        }
+        let stopping = async {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = stopping => {
+                if let Err(e) = store.remove_worker(&worker).await {
+                    tracing::warn!(error = %e, "removing the worker lease on exit");
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Stops and forgets every shard: the lease lapsed, so the coordinator may give them away.
+pub fn fence(runtime: &ShardRuntime) {
+    let held = runtime.table().held();
+    if !held.is_empty() {
+        tracing::error!(shards = held.len(), "the worker lease lapsed: stopping every shard");
+    }
+    for shard in held {
+        runtime.drop_shard(shard);
+    }
+}

@@ -1,0 +1,5 @@
+//! A fleet worker's ties to the fleet: its liveness lease in the coordination store and its
+//! session with the leading coordinator.
+
+pub mod lease;
+pub mod session;

@@ -1,0 +1,266 @@
+//! The worker's session with the leading coordinator: register (reporting the shards it holds),
+//! heartbeat per-shard load, and carry out the command stream's PREPARE, REVOKE, ACTIVATE and
+//! DROP on the shard runtime, acknowledging each. When the stream breaks the worker registers
+//! again with whichever coordinator leads; its shards keep running meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use batchfleet_proto::v1 as pb;
+use batchfleet_proto::v1::fleet_session_client::FleetSessionClient;
+use tokio::sync::watch;
+use tonic::transport::Channel;
+
+use crate::runtime::protocol::ShardRuntime;
+use crate::runtime::shard::{ShardError, ShardPhase};
+
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Every coordinator's address; the leader is whichever accepts the registration.
+    pub coordinators: Vec<String>,
+    pub worker_id: String,
+    /// Where the worker can be reached (its metrics address), for operators.
+    pub address: String,
+    pub heartbeat: Duration,
+}
+
+/// Runs sessions until `stop`; `drained` turns true when the coordinator says every shard left.
+pub async fn run(
+    config: SessionConfig,
+    runtime: Arc<ShardRuntime>,
+    client: kube::Client,
+    mut lease_renewed: watch::Receiver<bool>,
+    drained: watch::Sender<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut next = 0usize;
+    loop {
+        // Registering before the lease is renewed would let the coordinator judge us gone.
+        tokio::select! {
+            _ = lease_renewed.wait_for(|r| *r) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let url = config.coordinators[next % config.coordinators.len().max(1)].clone();
+        next += 1;
+        let session = tokio::select! {
+            r = session(&url, &config, &runtime, &client, &drained) => r,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        if let Err(e) = session {
+            tracing::debug!(coordinator = %url, error = %e, "session ended");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+async fn session(
+    url: &str,
+    config: &SessionConfig,
+    runtime: &Arc<ShardRuntime>,
+    client: &kube::Client,
+    drained: &watch::Sender<bool>,
+) -> anyhow::Result<()> {
+    let channel =
+        Channel::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)).connect().await?;
+    let mut rpc = FleetSessionClient::new(channel);
+    let registered = rpc
+        .register(pb::RegisterRequest {
+            worker_id: config.worker_id.clone(),
+            address: config.address.clone(),
+            held: held(runtime),
+        })
+        .await?
+        .into_inner();
+    let session_id = registered.session_id;
+    if registered.shard_count != runtime.table().space().count() {
+        anyhow::bail!(
+            "the fleet has {} shards and this worker was started with --shards {}",
+            registered.shard_count,
+            runtime.table().space().count()
+        );
+    }
+    tracing::info!(coordinator = %url, session_id, "registered with the leading coordinator");
+    let mut commands = rpc.commands(pb::CommandStreamRequest { session_id }).await?.into_inner();
+    let heartbeats = tokio::spawn(heartbeat(rpc.clone(), session_id, runtime.clone(), config.heartbeat));
+    let _stop_heartbeats = AbortOnDrop(heartbeats);
+    while let Some(command) = commands.message().await? {
+        let Some(kind) = command.kind else { continue };
+        let (runtime, client, mut rpc, drained) =
+            (runtime.clone(), client.clone(), rpc.clone(), drained.clone());
+        // Commands for different shards run side by side; the coordinator sends one at a time per shard.
+        tokio::spawn(async move {
+            if let Some(ack) = carry_out(kind, &runtime, &client, &drained).await {
+                let ack = pb::Ack { session_id, ..ack };
+                if let Err(e) = rpc.acknowledge(ack).await {
+                    tracing::debug!(error = %e, "acknowledgement not delivered; the coordinator will ask again");
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn held(runtime: &ShardRuntime) -> Vec<pb::HeldShard> {
+    let table = runtime.table();
+    table
+        .held()
+        .into_iter()
+        .filter_map(|shard| {
+            let status = table.status(shard)?;
+            let phase = match status.phase {
+                ShardPhase::Preparing => "preparing",
+                ShardPhase::Active => "active",
+                ShardPhase::Revoking => "revoking",
+            };
+            Some(pb::HeldShard { shard, epoch: status.epoch, phase: phase.into() })
+        })
+        .collect()
+}
+
+async fn heartbeat(
+    mut rpc: FleetSessionClient<Channel>,
+    session_id: u64,
+    runtime: Arc<ShardRuntime>,
+    period: Duration,
+) {
+    let mut last: BTreeMap<u32, (u64, Instant)> = BTreeMap::new();
+    loop {
+        tokio::time::sleep(period).await;
+        let now = Instant::now();
+        let table = runtime.table();
+        let loads = table
+            .held()
+            .into_iter()
+            .filter_map(|shard| {
+                let reconciles = table.status(shard)?.reconciles;
+                let rate = last.get(&shard).map_or(0.0, |(before, at)| {
+                    reconciles.saturating_sub(*before) as f64
+                        / now.duration_since(*at).as_secs_f64().max(0.001)
+                });
+                last.insert(shard, (reconciles, now));
+                Some(pb::ShardLoad { shard, objects: 0, reconciles_per_second: rate })
+            })
+            .collect();
+        if rpc.heartbeat(pb::HeartbeatRequest { session_id, loads }).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::Ack {
+    pb::Ack {
+        session_id: 0,
+        assignment: Some(assignment),
+        last_write_resource_version: if last_write == 0 { String::new() } else { last_write.to_string() },
+        step: step.into(),
+    }
+}
+
+/// Carries out one command; the acknowledgement to send, if any. Every command is idempotent:
+/// the coordinator repeats a command it got no answer to.
+async fn carry_out(
+    kind: pb::command::Kind,
+    runtime: &ShardRuntime,
+    client: &kube::Client,
+    drained: &watch::Sender<bool>,
+) -> Option<pb::Ack> {
+    use pb::command::Kind;
+    match kind {
+        Kind::Prepare(a) => {
+            match runtime.prepare(a.shard, a.epoch) {
+                Ok(()) => {}
+                // A repeat of a PREPARE under way.
+                Err(ShardError::StaleEpoch { current, .. }) if current == a.epoch => {}
+                Err(e) => {
+                    tracing::warn!(shard = a.shard, epoch = a.epoch, error = %e, "PREPARE refused");
+                    return None;
+                }
+            }
+            runtime.warmed(a.shard).await;
+            Some(ack(a, pb::Step::Prepared, 0))
+        }
+        Kind::Revoke(a) => {
+            let status = runtime.table().status(a.shard);
+            // A delayed REVOKE of an older move must not stop a newer tenure.
+            if status.as_ref().is_some_and(|s| s.epoch >= a.epoch) {
+                return None;
+            }
+            let last_write = match runtime.revoke(a.shard).await {
+                Ok(rv) => rv,
+                // Already gone (a repeat), or never activated: nothing of ours acts.
+                Err(ShardError::NotHeld { .. } | ShardError::WrongPhase { .. }) => 0,
+                Err(e) => {
+                    tracing::warn!(shard = a.shard, error = %e, "REVOKE failed");
+                    return None;
+                }
+            };
+            runtime.drop_shard(a.shard);
+            Some(ack(a, pb::Step::Revoked, last_write))
+        }
+        Kind::Activate(activate) => {
+            let a = activate.assignment?;
+            if runtime
+                .table()
+                .status(a.shard)
+                .is_some_and(|s| s.epoch == a.epoch && s.phase == ShardPhase::Active)
+            {
+                return Some(ack(a, pb::Step::Activated, 0));
+            }
+            let barrier = match activate.min_resource_version.parse::<u64>() {
+                Ok(rv) => rv,
+                // No last write is known: wait for what a consistent read sees now.
+                Err(_) => current_resource_version(client).await?,
+            };
+            let active_now = |runtime: &ShardRuntime| {
+                runtime
+                    .table()
+                    .status(a.shard)
+                    .is_some_and(|s| s.epoch == a.epoch && s.phase == ShardPhase::Active)
+            };
+            match runtime.activate(a.shard, a.epoch, barrier).await {
+                Ok(()) => Some(ack(a, pb::Step::Activated, 0)),
+                // A repeated ACTIVATE that waited alongside the first one.
+                Err(_) if active_now(runtime) => Some(ack(a, pb::Step::Activated, 0)),
+                Err(e) => {
+                    tracing::warn!(shard = a.shard, epoch = a.epoch, error = %e, "ACTIVATE refused");
+                    None
+                }
+            }
+        }
+        Kind::Drop(a) => {
+            if runtime.table().status(a.shard).is_some_and(|s| s.epoch <= a.epoch) {
+                runtime.drop_shard(a.shard);
+            }
+            Some(ack(a, pb::Step::Dropped, 0))
+        }
+        Kind::DrainComplete(_) => {
+            tracing::info!("drained: every shard has moved to other workers");
+            drained.send_replace(true);
+            None
+        }
+    }
+}
+
+/// The resourceVersion a consistent LIST is served at: every write before it is in it.
+async fn current_resource_version(client: &kube::Client) -> Option<u64> {
+    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> = kube::Api::all(client.clone());
+    match jobs.list_metadata(&kube::api::ListParams::default().limit(1)).await {
+        Ok(list) => list.metadata.resource_version.and_then(|rv| rv.parse().ok()),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the current resourceVersion for ACTIVATE");
+            None
+        }
+    }
+}
