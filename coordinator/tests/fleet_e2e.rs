@@ -42,11 +42,11 @@ fn worker_binary() -> PathBuf {
     path
 }
 
-fn spawn_coordinator(kubeconfig: &Path, listen: &str) -> Child {
+fn spawn_coordinator(kubeconfig: &Path, id: &str, listen: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--coordinator-id", "coordinator-0", "--listen", listen, "--metrics-addr", "127.0.0.1:0"])
+        .args(["--coordinator-id", id, "--listen", listen, "--metrics-addr", "127.0.0.1:0"])
         .args(["--shards", &SHARDS.to_string(), "--worker-lease-margin", "1s"])
         .args(["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms"])
         .args(["--leader-elect-retry-period", "200ms"])
@@ -114,25 +114,11 @@ async fn run_jobs(client: &kube::Client, round: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let audit = dir.path().join("audit.log");
-    let sim =
-        SimCluster::start(SimConfig { nodes: 2, audit_log: Some(audit.clone()), ..SimConfig::default() })
-            .await
-            .expect("sim");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse().expect("url"))).expect("client");
-    let nss: Api<Namespace> = Api::all(client.clone());
-    for i in 0..NAMESPACES {
-        let ns: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": format!("team-{i}")}})).expect("ns");
-        nss.create(&PostParams::default(), &ns).await.expect("namespace");
-    }
-
+    let fleet = Fleet::start().await;
+    let (kubeconfig, audit, client) = (fleet.kubeconfig(), fleet.audit(), fleet.client.clone());
     let listen = format!("127.0.0.1:{}", free_port());
     let url = format!("http://{listen}");
-    let _coordinator = spawn_coordinator(&kubeconfig, &listen);
+    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen);
     let binary = worker_binary();
     let _w0 = spawn_worker(&binary, &kubeconfig, &url, "w-0");
     let mut w1 = spawn_worker(&binary, &kubeconfig, &url, "w-1");
@@ -166,11 +152,15 @@ async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
     .await;
     run_jobs(&client, "after-kill").await;
 
-    // From the audit log: per namespace, the writing worker changed at most as often as the
-    // namespace's shard changed owner.
+    assert_tenures_never_overlap(&url, &audit).await;
+}
+
+/// From the audit log: per namespace, the writing worker changed at most as often as the
+/// namespace's shard changed owner (its epoch counts the moves).
+async fn assert_tenures_never_overlap(admin_url: &str, audit: &Path) {
     let epochs: BTreeMap<u32, u64> =
-        shards(&url).await.expect("shards").into_iter().map(|s| (s.shard, s.epoch)).collect();
-    let events = read_log(&audit).expect("audit log");
+        shards(admin_url).await.expect("shards").into_iter().map(|s| (s.shard, s.epoch)).collect();
+    let events = read_log(audit).expect("audit log");
     let mut writers: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.is_write() && e.user_agent.starts_with("fleet-worker/")) {
         let Some(ns) =
@@ -192,4 +182,129 @@ async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
             "{ns} (shard {shard}): writers switched {switches} times over {moves} moves"
         );
     }
+}
+
+struct Fleet {
+    _sim: SimCluster,
+    dir: tempfile::TempDir,
+    client: kube::Client,
+}
+
+impl Fleet {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = SimCluster::start(SimConfig {
+            nodes: 2,
+            audit_log: Some(dir.path().join("audit.log")),
+            ..SimConfig::default()
+        })
+        .await
+        .expect("sim");
+        sim.write_kubeconfig(&dir.path().join("kubeconfig")).expect("kubeconfig");
+        let client =
+            kube::Client::try_from(kube::Config::new(sim.url().parse().expect("url"))).expect("client");
+        let nss: Api<Namespace> = Api::all(client.clone());
+        for i in 0..NAMESPACES {
+            let ns: Namespace =
+                serde_json::from_value(json!({"metadata": {"name": format!("team-{i}")}})).expect("ns");
+            nss.create(&PostParams::default(), &ns).await.expect("namespace");
+        }
+        Self { _sim: sim, dir, client }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    fn audit(&self) -> PathBuf {
+        self.dir.path().join("audit.log")
+    }
+}
+
+/// Every shard's (owner, epoch) once placement has settled: every shard active, no move in
+/// progress, and the same answer twice a second apart (placement settles after workers join).
+async fn settled_placement(url: &str) -> BTreeMap<u32, (String, u64)> {
+    let snapshot = || async {
+        let status = admin(url).await?.status(pb::StatusRequest {}).await.ok()?.into_inner();
+        let s = shards(url).await?;
+        (status.moves_in_progress == 0 && s.iter().all(|s| s.state == "active"))
+            .then(|| s.into_iter().map(|s| (s.shard, (s.owner, s.epoch))).collect::<BTreeMap<_, _>>())
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut last = None;
+    loop {
+        let now = snapshot().await;
+        if now.is_some() && now == last {
+            return now.unwrap_or_default();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "placement did not settle in 60s: {now:?}");
+        last = now;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn leader(urls: &[String]) -> Option<(usize, String)> {
+    for (i, url) in urls.iter().enumerate() {
+        if let Some(mut rpc) = admin(url).await
+            && let Ok(status) = rpc.status(pb::StatusRequest {}).await
+        {
+            return Some((i, status.into_inner().leader));
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_fail_over_moves_no_shard() {
+    let fleet = Fleet::start().await;
+    let listens: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+    let urls: Vec<String> = listens.iter().map(|l| format!("http://{l}")).collect();
+    let mut coordinators: Vec<Child> = listens
+        .iter()
+        .enumerate()
+        .map(|(i, l)| spawn_coordinator(&fleet.kubeconfig(), &format!("coordinator-{i}"), l))
+        .collect();
+    let binary = worker_binary();
+    let all = urls.join(",");
+    let _workers: Vec<Child> =
+        (0..2).map(|i| spawn_worker(&binary, &fleet.kubeconfig(), &all, &format!("w-{i}"))).collect();
+    let (leading, _) = wait_until("a leader", Duration::from_secs(30), || leader(&urls)).await;
+    let before = settled_placement(&urls[leading]).await;
+    run_jobs(&fleet.client, "before").await;
+
+    coordinators[leading].start_kill().expect("kill -9 the leader");
+    coordinators[leading].wait().await.expect("reaped");
+    let standby = 1 - leading;
+    let after = settled_placement(&urls[standby]).await;
+    assert_eq!(after, before, "a fail-over moved shards");
+    run_jobs(&fleet.client, "after").await;
+    assert_tenures_never_overlap(&urls[standby], &fleet.audit()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_worker_loses_its_shards_and_writes_nothing_for_them_when_it_resumes() {
+    let fleet = Fleet::start().await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let url = format!("http://{listen}");
+    let _coordinator = spawn_coordinator(&fleet.kubeconfig(), "coordinator-0", &listen);
+    let binary = worker_binary();
+    let _w0 = spawn_worker(&binary, &fleet.kubeconfig(), &url, "w-0");
+    let w1 = spawn_worker(&binary, &fleet.kubeconfig(), &url, "w-1");
+    let owners =
+        wait_until("every shard active on a worker", Duration::from_secs(60), || settled_owners(&url)).await;
+    assert!(owners.values().any(|o| o == "w-1"), "{owners:?}");
+    let pid = w1.id().expect("pid").to_string();
+    let signal =
+        |sig: &str| std::process::Command::new("kill").args([sig, &pid]).status().expect("kill runs");
+    assert!(signal("-STOP").success());
+    // Jobs created while w-1 is paused: its namespaces wait for the lease (5 s + 1 s margin).
+    wait_until("every shard on w-0", Duration::from_secs(60), || async {
+        settled_owners(&url).await.filter(|o| o.values().all(|o| o == "w-0"))
+    })
+    .await;
+    run_jobs(&fleet.client, "paused").await;
+    assert!(signal("-CONT").success());
+    // Back, w-1 registers again and may be given shards anew; whatever it writes is under them.
+    run_jobs(&fleet.client, "resumed").await;
+    assert_tenures_never_overlap(&url, &fleet.audit()).await;
 }

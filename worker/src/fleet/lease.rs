@@ -12,6 +12,8 @@ use tokio::sync::watch;
 use crate::runtime::protocol::ShardRuntime;
 
 /// Renews the lease every third of `ttl` until `stop`; fences the runtime when the lease lapses.
+/// Every write checks the lease's deadline too, so a worker that was paused (SIGSTOP, a long GC
+/// of the host) sends nothing once it resumes past it, even before this loop runs again.
 /// `renewed` turns true at the first successful renewal (the worker registers after it).
 pub async fn keep<S: CoordinationStore>(
     store: Arc<S>,
@@ -32,6 +34,7 @@ pub async fn keep<S: CoordinationStore>(
         match tokio::time::timeout(budget, store.renew_worker(&worker, ttl)).await {
             Ok(Ok(())) => {
                 last_ok = Some(sent);
+                runtime.table().set_lease_deadline(sent + ttl);
                 renewed.send_replace(true);
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "renewing the worker lease failed"),

@@ -81,6 +81,9 @@ pub struct ShardTable {
     on_activate: Arc<RwLock<Vec<ActivateHook>>>,
     /// Called with a shard that was dropped, so controllers empty its caches.
     on_drop: Arc<RwLock<Vec<ActivateHook>>>,
+    /// In a fleet, when the worker's liveness lease runs out by its own clock: no write is sent
+    /// after it, even by a worker that was paused and has not yet noticed.
+    lease_deadline: Arc<RwLock<Option<std::time::Instant>>>,
 }
 
 /// What a controller does when one shard becomes Active.
@@ -126,7 +129,13 @@ impl ShardTable {
             idle: Arc::default(),
             on_activate: Arc::default(),
             on_drop: Arc::default(),
+            lease_deadline: Arc::default(),
         }
+    }
+
+    /// Writes are refused from `deadline` on (the lease keeper moves it with every renewal).
+    pub fn set_lease_deadline(&self, deadline: std::time::Instant) {
+        *self.lease_deadline.write() = Some(deadline);
     }
 
     /// A table holding every shard of `space`, Active at epoch 1: `--standalone`.
@@ -233,7 +242,9 @@ impl ShardTable {
     /// Revoking (in-flight reconciles finish) at that same epoch. A refusal is counted.
     pub fn check_write(&self, namespace: &str, epoch: Epoch) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
-        if let Some(s) = self.shards.write().get_mut(&shard)
+        let lease_valid = self.lease_deadline.read().is_none_or(|d| std::time::Instant::now() < d);
+        if lease_valid
+            && let Some(s) = self.shards.write().get_mut(&shard)
             && s.epoch == epoch
             && s.phase != ShardPhase::Preparing
         {
@@ -406,6 +417,22 @@ mod tests {
         assert!(!t.caches(ns));
         assert!(t.check_write(ns, 1).is_err());
         assert_eq!(t.stale_writes(), 1, "the write after the drop was counted");
+    }
+
+    #[test]
+    fn no_write_goes_out_once_the_lease_deadline_passed() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.activate(shard, 1).unwrap();
+        t.set_lease_deadline(std::time::Instant::now() + std::time::Duration::from_secs(60));
+        assert_eq!(t.check_write(ns, 1), Ok(()));
+        // A worker that was paused past its deadline: the shard still looks Active to it.
+        t.set_lease_deadline(std::time::Instant::now());
+        assert_eq!(t.acts_in(ns), Some(1));
+        assert!(t.check_write(ns, 1).is_err());
+        assert_eq!(t.stale_writes(), 1);
     }
 
     #[test]
