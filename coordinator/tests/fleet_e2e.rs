@@ -161,14 +161,20 @@ async fn assert_tenures_never_overlap(admin_url: &str, audit: &Path) {
     let epochs: BTreeMap<u32, u64> =
         shards(admin_url).await.expect("shards").into_iter().map(|s| (s.shard, s.epoch)).collect();
     let events = read_log(audit).expect("audit log");
-    let mut writers: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut writers: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.is_write() && e.user_agent.starts_with("fleet-worker/")) {
         let Some(ns) =
             e.object_ref.as_ref().map(|o| o.namespace.clone()).filter(|ns| ns.starts_with("team-"))
         else {
             continue;
         };
-        writers.entry(ns).or_default().push((e.request_received_timestamp.clone(), e.user_agent.clone()));
+        let what =
+            format!("{} {}", e.verb, e.object_ref.as_ref().map(|o| o.resource.as_str()).unwrap_or_default());
+        writers.entry(ns).or_default().push((
+            e.request_received_timestamp.clone(),
+            e.user_agent.clone(),
+            what,
+        ));
     }
     assert_eq!(writers.len(), NAMESPACES, "every namespace was written: {:?}", writers.keys());
     for (ns, mut writes) in writers {
@@ -179,7 +185,7 @@ async fn assert_tenures_never_overlap(admin_url: &str, audit: &Path) {
         let moves = epochs[&shard].saturating_sub(1);
         assert!(
             switches <= moves,
-            "{ns} (shard {shard}): writers switched {switches} times over {moves} moves"
+            "{ns} (shard {shard}): writers switched {switches} times over {moves} moves: {writes:#?}"
         );
     }
 }

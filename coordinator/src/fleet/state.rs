@@ -100,6 +100,8 @@ pub struct FleetConfig {
     pub resend_after: Duration,
     /// After becoming leader, how long placement waits for live workers to register.
     pub registration_grace: Duration,
+    /// A shard that moved is not moved again for balance within this long.
+    pub min_move_interval: Duration,
 }
 
 impl Default for FleetConfig {
@@ -109,6 +111,7 @@ impl Default for FleetConfig {
             max_moves_in_flight: 64,
             resend_after: Duration::from_secs(3),
             registration_grace: Duration::from_secs(10),
+            min_move_interval: Duration::from_secs(60),
         }
     }
 }
@@ -131,6 +134,9 @@ pub struct FleetState {
     leading_since: Instant,
     /// The map changed outside a step (pins) and must be stored.
     map_dirty: bool,
+    /// When each shard last started moving, so that placement does not move it straight back
+    /// (an operator's move, or loads that wobble).
+    moved_at: BTreeMap<ShardId, Instant>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -170,6 +176,7 @@ impl FleetState {
             requested: Vec::new(),
             leading_since: now,
             map_dirty: false,
+            moved_at: BTreeMap::new(),
         }
     }
 
@@ -296,27 +303,50 @@ impl FleetState {
         }
         self.on_liveness(input, now, &mut out);
         self.resend(now, &mut out);
-        // A fail-over must move nothing: place only once every live worker had its chance to
-        // register with this leader.
+        // A fail-over must move nothing: place only once every worker whose lease runs had its
+        // chance to register with this leader (a dead one's lease runs out within the grace).
         let settled =
-            input.workers.iter().all(|(w, h)| *h != WorkerHealth::Live || self.registered.contains(w))
+            input.workers.iter().all(|(w, h)| *h == WorkerHealth::Gone || self.registered.contains(w))
                 || now.saturating_duration_since(self.leading_since) >= self.config.registration_grace;
         if settled {
-            for m in std::mem::take(&mut self.requested) {
-                if input.workers.get(&m.to) == Some(&WorkerHealth::Live) {
-                    self.start(m.shard, m.to, input, now, &mut out);
-                }
+            let live = |w: &WorkerId| input.workers.get(w) == Some(&WorkerHealth::Live);
+            // An operator's move waits for its target to be live.
+            let (ready, waiting): (Vec<Move>, Vec<Move>) =
+                std::mem::take(&mut self.requested).into_iter().partition(|m| live(&m.to));
+            self.requested = waiting;
+            for m in ready {
+                self.start(m.shard, m.to, input, now, &mut out);
+                self.moved_at.insert(m.shard, now);
             }
-            let planned = self.plan(input, false);
-            for m in planned {
+            for m in self.plan(input, false) {
                 if self.moves.len() >= self.config.max_moves_in_flight {
                     break;
                 }
-                self.start(m.shard, m.to, input, now, &mut out);
+                // Shards go only to workers with a session: a disconnected one keeps what it has.
+                if !live(&m.to) || self.recently_moved(&m, input, now) {
+                    continue;
+                }
+                self.start(m.shard, m.to.clone(), input, now, &mut out);
+                // Placing a shard nobody owned is not a move to hold back.
+                if m.from.is_some() {
+                    self.moved_at.insert(m.shard, now);
+                }
             }
         }
         self.tell_drained(&mut out);
         out
+    }
+
+    /// A balancing move of a shard that moved within `min_move_interval`, off an owner that may
+    /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
+    fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
+        let Some(at) = self.moved_at.get(&m.shard) else { return false };
+        let owner_keeps = m.from.as_ref().is_some_and(|f| {
+            !self.draining.contains(f)
+                && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
+                && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
+        });
+        owner_keeps && now.saturating_duration_since(*at) < self.config.min_move_interval
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {

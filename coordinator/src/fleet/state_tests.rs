@@ -230,3 +230,50 @@ fn an_unanswered_command_is_sent_again() {
     assert_eq!(out.sends, [(w("a"), Command::Prepare { shard: ShardId(0), epoch: 1 })]);
     assert!(!out.store, "a resend records nothing new");
 }
+
+#[test]
+fn an_operators_move_is_not_undone_by_placement_within_the_interval() {
+    let now = Instant::now();
+    let mut state = FleetState::new(map(2, &[(0, "a", 1), (1, "b", 1)]), FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    registered(
+        &mut state,
+        now,
+        &workers,
+        &[("a", vec![held(0, 1, HeldPhase::Active)]), ("b", vec![held(1, 1, HeldPhase::Active)])],
+    );
+    state.request_move(ShardId(0), w("b"));
+    let out = state.step(&input(now, &workers));
+    assert_eq!(out.sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 2 })]);
+    let mut i = input(now, &workers);
+    i.acks = vec![ack("b", 0, 2, Step::Prepared, None)];
+    state.step(&i);
+    i.acks = vec![ack("a", 0, 2, Step::Revoked, None)];
+    state.step(&i);
+    i.acks = vec![ack("b", 0, 2, Step::Activated, None)];
+    state.step(&i);
+    assert_eq!(state.owner(ShardId(0)), Some("b"));
+    // b now carries both shards; balance would send one back, but not this soon.
+    let out = state.step(&input(now + Duration::from_secs(5), &workers));
+    assert!(
+        !out.sends.iter().any(|(_, c)| matches!(c, Command::Prepare { shard: ShardId(0), .. })),
+        "{out:?}"
+    );
+    let later = now + FleetConfig::default().min_move_interval + Duration::from_secs(1);
+    let out = state.step(&input(later, &workers));
+    assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
+}
+
+#[test]
+fn shards_go_only_to_workers_with_a_session() {
+    let now = Instant::now();
+    let mut state = FleetState::new(
+        map(2, &[]),
+        FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() },
+        now,
+    );
+    // b's lease runs but it has no session (dead, or not yet reconnected): nothing goes to it.
+    let out =
+        registered(&mut state, now, &[("a", LIVE), ("b", WorkerHealth::Disconnected)], &[("a", vec![])]);
+    assert!(out.sends.iter().all(|(to, _)| *to == w("a")), "{out:?}");
+}

@@ -14,10 +14,12 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench_cron;
+mod bench_fleet;
 mod bench_jobs;
 mod bench_placement;
 mod bench_podgc;
 mod bench_sim;
+mod fleet_processes;
 mod plot;
 mod proc_stat;
 mod quickstart;
@@ -33,7 +35,7 @@ struct Cli {
 enum Command {
     /// Run the sim cluster alone: a Kubernetes API emulator with scheduler, kubelet and nodes.
     Sim(SimArgs),
-    /// The quickstart: the sim cluster, a standalone worker and a demo mix of Jobs to watch with kubectl.
+    /// The quickstart: the sim cluster, a coordinator and three workers as processes, and a demo mix of Jobs to watch with kubectl and fleetctl.
     Up(SimArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
     BenchSim(bench_sim::BenchArgs),
@@ -43,6 +45,8 @@ enum Command {
     BenchCron(bench_cron::BenchCronArgs),
     /// Benchmark the coordinator's shard placement: balance, moves per join and leave, speed.
     BenchPlacement(bench_placement::BenchPlacementArgs),
+    /// The fleet as processes under load: graceful moves, a drain, a killed worker, a killed leader.
+    BenchFleet(bench_fleet::BenchFleetArgs),
     /// Benchmark the coordinator's PodGC cache and passes: bytes per pod, memory, pass time.
     BenchPodgc(bench_podgc::BenchPodgcArgs),
 }
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
             Command::BenchPlacement(args) => bench_placement::run(args).await,
+            Command::BenchFleet(args) => bench_fleet::run(args).await,
             Command::BenchPodgc(args) => bench_podgc::run(args).await,
         }
     });

@@ -1,13 +1,11 @@
-//! `loadtest up`: the sim cluster, a standalone worker beside it, and a small mix of Jobs
-//! (succeeding, failing and retried, Indexed) to watch through kubectl, with live progress.
+//! `loadtest up`: the sim cluster, the fleet beside it as separate processes (a coordinator and
+//! three workers), and a small mix of Jobs (succeeding, failing and retried, Indexed) to watch
+//! through kubectl and fleetctl, with live progress.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_sim::SimCluster;
-use batchfleet_worker::client::ClientLimits;
-use batchfleet_worker::standalone::{self, WorkerOptions};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
@@ -98,15 +96,15 @@ fn is_finished(job: &Job) -> bool {
 /// Runs the quickstart on a started sim until Ctrl-C.
 pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let config = kube::Config::new(sim.url().parse()?);
-    let worker_client = batchfleet_worker::client::from_config(config.clone(), ClientLimits::DEFAULT)?;
-    let opts = WorkerOptions {
-        metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        worker_id: "quickstart".into(),
-        ..WorkerOptions::default()
-    };
-    let mut worker =
-        standalone::start_with_client(worker_client, opts).await.context("starting the worker")?;
-    println!("standalone worker running every shard; metrics at http://{}/metrics", worker.metrics_addr);
+    let log_dir = kubeconfig.parent().unwrap_or(std::path::Path::new(".")).join("fleet-logs");
+    let layout = crate::fleet_processes::FleetLayout::default();
+    let mut fleet = crate::fleet_processes::start(kubeconfig, &layout, &log_dir).await?;
+    println!("fleet: coordinator-0 and workers w-0, w-1, w-2 (logs in {})", log_dir.display());
+    fleet.wait_placed(Duration::from_secs(120)).await?;
+    for w in fleet.workers().await {
+        println!("  {:<6} {} shards", w.name, w.shards);
+    }
+    println!("  fleetctl --admin {} workers | shards | drain w-0 | …", fleet.admin_urls.join(","));
     let client = kube::Client::try_from(config)?;
     let nss: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
@@ -168,7 +166,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Resu
                     }
                 }
             }
-            _ = worker.wait() => anyhow::bail!("the worker stopped"),
+            status = fleet.coordinators[0].wait() => anyhow::bail!("the coordinator stopped: {status:?}"),
             r = tokio::signal::ctrl_c() => {
                 r.context("waiting for Ctrl-C")?;
                 println!("stopping");
