@@ -12,6 +12,7 @@ use anyhow::Context;
 use batchfleet_coordinator::fleet::FleetShared;
 use batchfleet_coordinator::fleet::admin_service::AdminService;
 use batchfleet_coordinator::fleet::controller::{self, ControllerConfig};
+use batchfleet_coordinator::fleet::metrics::FleetMetrics;
 use batchfleet_coordinator::fleet::session_service::SessionService;
 use batchfleet_coordinator::fleet::state::FleetConfig;
 use batchfleet_coordinator::kube_client;
@@ -188,6 +189,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         lease_margin: args.worker_lease_margin,
         period: Duration::from_millis(200),
         fleet: FleetConfig::default(),
+        metrics: Some(FleetMetrics::register(&registry)?),
     };
     let leadership = match args.store {
         StoreKind::Kubernetes => {
@@ -238,7 +240,12 @@ async fn start_fleet<S: CoordinationStore + 'static>(
         .with_context(|| format!("binding --listen {}", args.listen))?;
     tracing::info!(listen = %listener.local_addr()?, "serving the fleet's sessions and admin API");
     let mut server_stop = stop.clone();
+    // grpc.health.v1 for probes: the process serves; whether it leads is `fleetctl status`'s.
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<FleetSessionServer<SessionService>>().await;
+    health_reporter.set_serving::<FleetAdminServer<AdminService>>().await;
     let server = tonic::transport::Server::builder()
+        .add_service(health)
         .add_service(FleetSessionServer::new(SessionService::new(shared.clone())))
         .add_service(FleetAdminServer::new(AdminService::new(shared)))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async move {

@@ -26,6 +26,7 @@ pub struct ControllerConfig {
     /// Steps happen at least this often, and whenever a worker reports something.
     pub period: Duration,
     pub fleet: FleetConfig,
+    pub metrics: Option<super::metrics::FleetMetrics>,
 }
 
 pub async fn run<S: CoordinationStore + 'static>(
@@ -89,6 +90,12 @@ async fn lead<S: CoordinationStore>(
             let mut guard = shared.state.lock();
             let Some(state) = guard.as_mut() else { return Ok(()) };
             let output = state.step(&input);
+            if let Some(metrics) = &config.metrics {
+                for (result, took) in state.take_finished() {
+                    metrics.moved(result, (result == "done").then_some(took.as_secs_f64()));
+                }
+                metrics.observe(state, &shared.workers.lock());
+            }
             (output, state.map.clone())
         };
         if output.store {

@@ -4,6 +4,7 @@
 pub mod admin_service;
 pub mod controller;
 pub mod hub;
+pub mod metrics;
 pub mod session_service;
 pub mod state;
 

@@ -120,6 +120,7 @@ impl Default for FleetConfig {
 struct InFlight {
     handover: Handover,
     sent_at: Instant,
+    started_at: Instant,
 }
 
 #[derive(Debug)]
@@ -134,6 +135,8 @@ pub struct FleetState {
     leading_since: Instant,
     /// The map changed outside a step (pins) and must be stored.
     map_dirty: bool,
+    /// Moves that ended since the controller last asked: how, and how long they took.
+    finished: Vec<(&'static str, Duration)>,
     /// When each shard last started moving, so that placement does not move it straight back
     /// (an operator's move, or loads that wobble).
     moved_at: BTreeMap<ShardId, Instant>,
@@ -177,6 +180,7 @@ impl FleetState {
             leading_since: now,
             map_dirty: false,
             moved_at: BTreeMap::new(),
+            finished: Vec::new(),
         }
     }
 
@@ -364,7 +368,7 @@ impl FleetState {
         }
         let epoch = record.epoch + 1;
         let (handover, actions) = Handover::start(shard, from, to, epoch);
-        self.moves.insert(shard, InFlight { handover, sent_at: now });
+        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
         self.apply(actions, out);
     }
 
@@ -462,7 +466,7 @@ impl FleetState {
             m.sent_at = now;
         }
         self.apply(actions, out);
-        self.finish(ack.shard);
+        self.finish(ack.shard, now);
     }
 
     fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -481,7 +485,7 @@ impl FleetState {
                 m.sent_at = now;
             }
             self.apply(actions, out);
-            self.finish(shard);
+            self.finish(shard, now);
         }
         // Owners that are gone, with no move: nobody acts for their shards until placed again.
         for (shard, record) in self.map.shards.iter_mut() {
@@ -496,14 +500,27 @@ impl FleetState {
     }
 
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
-    fn finish(&mut self, shard: ShardId) {
-        if self.moves.get(&shard).is_some_and(|m| m.handover.is_finished())
-            && let Some(m) = self.moves.remove(&shard)
-            && matches!(m.handover.phase(), Phase::Cancelled)
-            && let Some(record) = self.map.shards.get_mut(&shard.0)
-        {
-            record.moving_to = None;
+    fn finish(&mut self, shard: ShardId, now: Instant) {
+        if !self.moves.get(&shard).is_some_and(|m| m.handover.is_finished()) {
+            return;
         }
+        let Some(m) = self.moves.remove(&shard) else { return };
+        let result = match m.handover.phase() {
+            Phase::Cancelled => {
+                if let Some(record) = self.map.shards.get_mut(&shard.0) {
+                    record.moving_to = None;
+                }
+                "cancelled"
+            }
+            Phase::Unowned { .. } => "unowned",
+            _ => "done",
+        };
+        self.finished.push((result, now.saturating_duration_since(m.started_at)));
+    }
+
+    /// Moves that ended since the last call: how (done, cancelled, unowned) and how long they took.
+    pub fn take_finished(&mut self) -> Vec<(&'static str, Duration)> {
+        std::mem::take(&mut self.finished)
     }
 
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
