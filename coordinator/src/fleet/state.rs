@@ -407,23 +407,36 @@ impl FleetState {
 
     fn reconcile_registration(&mut self, worker: &WorkerId, held: &[HeldShard], out: &mut StepOutput) {
         self.registered.insert(worker.clone());
-        let held_shards: BTreeSet<ShardId> = held.iter().map(|h| h.shard).collect();
+        // Shards it goes on holding as this map's owner (or as part of a move in flight).
+        let mut kept: BTreeSet<ShardId> = BTreeSet::new();
         for h in held {
             if let Some(m) = self.moves.get(&h.shard) {
                 let involved = m.handover.to == *worker || m.handover.from.as_ref() == Some(worker);
                 if involved {
+                    kept.insert(h.shard);
                     continue;
                 }
             }
             let record = self.map.shards.get(&h.shard.0).cloned().unwrap_or_default();
-            let owns = record.owner.as_deref() == Some(worker.0.as_str()) && record.epoch == h.epoch;
+            // The map's owner may hold an older epoch than the record's: a move away from it was
+            // recorded (its epoch persisted first) but cancelled or cut short by a fail-over.
+            let owns = record.owner.as_deref() == Some(worker.0.as_str()) && h.epoch <= record.epoch;
             match (owns, h.phase) {
-                (true, HeldPhase::Active) => {}
+                (true, HeldPhase::Active) => {
+                    kept.insert(h.shard);
+                }
                 // The previous leader recorded it as owner and told it to act; it had not yet.
-                (true, HeldPhase::Preparing) => out.sends.push((
-                    worker.clone(),
-                    Command::Activate { shard: h.shard, epoch: h.epoch, barrier: Barrier::ConsistentList },
-                )),
+                (true, HeldPhase::Preparing) => {
+                    kept.insert(h.shard);
+                    out.sends.push((
+                        worker.clone(),
+                        Command::Activate {
+                            shard: h.shard,
+                            epoch: h.epoch,
+                            barrier: Barrier::ConsistentList,
+                        },
+                    ));
+                }
                 // It stopped for a move the previous leader did not finish: nobody acts.
                 (true, HeldPhase::Revoking) => {
                     self.map
@@ -437,11 +450,12 @@ impl FleetState {
                 }
             }
         }
-        // Shards the map gives it that it no longer holds (it restarted): nobody acts for them.
+        // Shards the map gives it that it no longer holds (it restarted) or was just told to
+        // drop: nobody acts for them.
         for (shard, record) in self.map.shards.iter_mut() {
             let shard = ShardId(*shard);
             if record.owner.as_deref() == Some(worker.0.as_str())
-                && !held_shards.contains(&shard)
+                && !kept.contains(&shard)
                 && !self.moves.contains_key(&shard)
             {
                 record.owner = None;

@@ -110,8 +110,9 @@ fn registration_reconciles_what_a_worker_holds_with_the_map() {
                 held(1, 3, HeldPhase::Revoking),
                 // Recorded as owner, not yet told to act.
                 held(2, 3, HeldPhase::Preparing),
-                // Not at the map's epoch: stale.
-                held(3, 2, HeldPhase::Active),
+                // Newer than the map's epoch, which is stored before any worker hears of it:
+                // not this map's assignment.
+                held(3, 4, HeldPhase::Active),
             ],
         )],
     );
@@ -120,10 +121,10 @@ fn registration_reconciles_what_a_worker_holds_with_the_map() {
         w("a"),
         Command::Activate { shard: ShardId(2), epoch: 3, barrier: Barrier::ConsistentList }
     )));
-    assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(3), epoch: 2 })));
+    assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(3), epoch: 4 })));
     assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Drop { shard: ShardId(0), .. })));
-    // Shard 1 (unowned now) and 3 (a no longer holds it at the map's epoch… it is still the
-    // map's owner until a holds nothing for it) are placed again.
+    // Shards 1 and 3, unowned now, are placed again.
+    assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(3), epoch: 4 })), "{out:?}");
     assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(1), epoch: 4 })), "{out:?}");
 }
 
@@ -276,4 +277,26 @@ fn shards_go_only_to_workers_with_a_session() {
     let out =
         registered(&mut state, now, &[("a", LIVE), ("b", WorkerHealth::Disconnected)], &[("a", vec![])]);
     assert!(out.sends.iter().all(|(to, _)| *to == w("a")), "{out:?}");
+}
+
+#[test]
+fn an_owner_whose_move_away_was_cut_short_keeps_acting_after_a_fail_over() {
+    // The previous leader recorded a move of shard 0 from a to b at epoch 6, then died.
+    let mut stored = map(1, &[(0, "a", 6)]);
+    stored.shards.get_mut(&0).expect("record").moving_to = Some("b".into());
+    let now = Instant::now();
+    let mut state = FleetState::new(stored, FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    let out = registered(
+        &mut state,
+        now,
+        &workers,
+        &[("a", vec![held(0, 5, HeldPhase::Active)]), ("b", vec![held(0, 6, HeldPhase::Preparing)])],
+    );
+    assert!(
+        !out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(0), epoch: 5 })),
+        "a still acts: {out:?}"
+    );
+    assert!(out.sends.contains(&(w("b"), Command::Drop { shard: ShardId(0), epoch: 6 })), "{out:?}");
+    assert_eq!(state.owner(ShardId(0)), Some("a"));
 }
