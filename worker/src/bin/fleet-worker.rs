@@ -251,17 +251,18 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     let (renewed_tx, renewed) = tokio::sync::watch::channel(false);
     let (drained_tx, mut drained) = tokio::sync::watch::channel(false);
     let id = batchfleet_store::ids::WorkerId(worker_id.clone());
+    // The protocol (lease renewals, ACTIVATE's barrier read) has a client of its own, as
+    // kube-controller-manager's leader election does: it must not wait behind the controllers'
+    // requests in their rate limiter.
+    let protocol_client = batchfleet_worker::client::build(
+        kubeconfig.as_deref(),
+        ClientLimits::UNLIMITED,
+        &batchfleet_worker::client::user_agent(&worker_id),
+    )
+    .await?;
     let lease = match flags.store {
         StoreKind::Kubernetes => {
-            // The lease has a client of its own, as kube-controller-manager's leader election
-            // does: renewals must not wait behind the controllers' requests in the rate limiter.
-            let lease_client = batchfleet_worker::client::build(
-                kubeconfig.as_deref(),
-                ClientLimits::UNLIMITED,
-                &batchfleet_worker::client::user_agent(&worker_id),
-            )
-            .await?;
-            let store = std::sync::Arc::new(KubernetesStore::new(lease_client, &flags.namespace));
+            let store = std::sync::Arc::new(KubernetesStore::new(protocol_client.clone(), &flags.namespace));
             tokio::spawn(lease::keep(
                 store,
                 id,
@@ -290,7 +291,14 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         address: worker.metrics_addr.to_string(),
         heartbeat: std::time::Duration::from_secs(1),
     };
-    tokio::spawn(session::run(config, worker.runtime.clone(), client, renewed, drained_tx, stop.clone()));
+    tokio::spawn(session::run(
+        config,
+        worker.runtime.clone(),
+        protocol_client,
+        renewed,
+        drained_tx,
+        stop.clone(),
+    ));
     let code = tokio::select! {
         _ = worker.wait() => {
             eprintln!("fleet-worker: a controller task ended");
