@@ -186,7 +186,7 @@ pub async fn start_on_shards(
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
-    let (events, record_events) = EventSink::new(client.clone(), "job-controller");
+    let (events, record_events) = EventSink::new(client.clone(), "job-controller", shards.clone());
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
@@ -197,7 +197,7 @@ pub async fn start_on_shards(
     let jobs =
         JobController::new(client.clone(), config, job_metrics, events, queue, orphans, shards.clone());
     let (cron_events, record_cron_events) =
-        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT);
+        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT, shards.clone());
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(

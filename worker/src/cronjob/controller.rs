@@ -172,7 +172,7 @@ impl CronJobController {
         loop {
             for effect in std::mem::take(&mut step.effects) {
                 match effect {
-                    Effect::Event(e) => self.publish(&cj, &e),
+                    Effect::Event(e) => self.publish(epoch, &cj, &e),
                     Effect::CreationSkew { seconds } => self.skew.observe(seconds),
                 }
             }
@@ -257,9 +257,9 @@ impl CronJobController {
 }
 
 impl CronJobController {
-    /// Records an event the core decided on, about `cj`.
-    fn publish(&self, cj: &CronJob, e: &core::Event) {
-        self.events.publish(PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
+    /// Records an event a sync under `epoch` decided on, about `cj`.
+    fn publish(&self, epoch: Epoch, cj: &CronJob, e: &core::Event) {
+        self.events.publish(epoch, PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
     }
 
     /// Puts a CronJob the controller wrote or watched into its cache, unless the cache already
@@ -323,7 +323,9 @@ impl crate::informer::Handler<CronJob> for CronJobController {
             Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
                 UpdateAction::Enqueue => self.queue.add(key),
                 UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
-                UpdateAction::Unparseable(e) => self.publish(cj, &e),
+                UpdateAction::Unparseable(e) => self
+                    .events
+                    .publish_if_active(PendingEvent::for_object(&**cj, e.type_, e.reason, &e.message)),
             },
         }
     }

@@ -323,7 +323,7 @@ impl JobController {
         };
         let plan = match core::sync_job(&input) {
             JobPlan::Skip(skip) => {
-                self.publish(&job, skip.events);
+                self.publish(epoch, &job, skip.events);
                 if skip.forget_backoff_record {
                     self.backoff.lock().remove(key);
                 }
@@ -334,7 +334,7 @@ impl JobController {
         let fence = self.fence(&key.namespace, epoch);
         let results = self.run_pod_ops(key, &fence, &plan.pod_ops).await;
         let status_plan = plan.after_pod_ops(&results);
-        self.publish(&job, status_plan.events.clone());
+        self.publish(epoch, &job, status_plan.events.clone());
         status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
         let mut latest: Arc<Job> = job.clone();
         let outcome = async {
@@ -350,7 +350,7 @@ impl JobController {
             if let Some(status) = &final_plan.status {
                 latest = Arc::new(self.write_status(&fence, &latest, status.clone()).await?);
             }
-            self.publish(&job, final_plan.events.clone());
+            self.publish(epoch, &job, final_plan.events.clone());
             final_plan.metrics.iter().for_each(|m| self.metrics.record(m));
             match &final_plan.error {
                 Some(e) => Err(SyncFailure::Plan(e.to_string())),
@@ -524,9 +524,9 @@ impl JobController {
         .await
     }
 
-    fn publish(&self, job: &Job, events: Vec<core::Event>) {
+    fn publish(&self, epoch: Epoch, job: &Job, events: Vec<core::Event>) {
         for e in events {
-            self.events.publish(PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
+            self.events.publish(epoch, PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
         }
     }
 }

@@ -23,6 +23,20 @@ pub enum ShardPhase {
     Active,
     /// No new work is taken; in-flight reconciles finish, and may still write.
     Revoking,
+    /// REVOKE has answered: the in-flight reconciles are done and nothing more is written for
+    /// the shard, not even the events they queued.
+    Revoked,
+}
+
+/// What a fenced write writes: counted apart, because an event queued by a reconcile that
+/// finished before REVOKE answered is dropped by design, while a dropped object write means a
+/// reconcile outlived its tenure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A reconcile's create, update, patch or delete.
+    Object,
+    /// A core/v1 Event from the event recorder.
+    Event,
 }
 
 /// What the table knows about one held shard.
@@ -72,6 +86,7 @@ pub struct ShardTable {
     /// Highest epoch ever assigned per shard, kept after a drop so an epoch never goes back.
     epochs: Arc<RwLock<BTreeMap<u32, Epoch>>>,
     stale_writes: Arc<AtomicU64>,
+    stale_events: Arc<AtomicU64>,
     /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
     changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Reconciles running per shard; REVOKE waits for its shard's to reach zero.
@@ -121,6 +136,7 @@ impl ShardTable {
             shards: Arc::default(),
             epochs: Arc::default(),
             stale_writes: Arc::default(),
+            stale_events: Arc::default(),
             changes: Arc::new(tokio::sync::watch::channel(0).0),
             in_flight: Arc::default(),
             idle: Arc::default(),
@@ -232,21 +248,42 @@ impl ShardTable {
     /// Checks a write for `namespace` begun under `epoch`: allowed while the shard is Active or
     /// Revoking (in-flight reconciles finish) at that same epoch. A refusal is counted.
     pub fn check_write(&self, namespace: &str, epoch: Epoch) -> Result<(), Fenced> {
+        self.check(namespace, epoch, WriteKind::Object)
+    }
+
+    /// Checks a write of `kind` for `namespace` begun under `epoch`; a refusal is counted under
+    /// its kind.
+    pub fn check(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
         if let Some(s) = self.shards.write().get_mut(&shard)
             && s.epoch == epoch
-            && s.phase != ShardPhase::Preparing
+            && matches!(s.phase, ShardPhase::Active | ShardPhase::Revoking)
         {
             s.writes += 1;
             return Ok(());
         }
-        self.stale_writes.fetch_add(1, Ordering::Relaxed);
+        let counter = match kind {
+            WriteKind::Object => &self.stale_writes,
+            WriteKind::Event => &self.stale_events,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
         Err(Fenced::StaleEpoch { namespace: namespace.to_string(), shard, epoch })
     }
 
-    /// Writes refused because their epoch was stale.
+    /// Counts an event that was not even queued: its shard was not Active here.
+    pub fn count_stale_event(&self) {
+        self.stale_events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Object writes refused because their epoch was stale.
     pub fn stale_writes(&self) -> u64 {
         self.stale_writes.load(Ordering::Relaxed)
+    }
+
+    /// Events dropped because their shard was no longer held at their epoch (or, REVOKE having
+    /// answered, no longer written for).
+    pub fn stale_events(&self) -> u64 {
+        self.stale_events.load(Ordering::Relaxed)
     }
 
     /// Records the resourceVersion a write for `namespace` got back.
@@ -334,11 +371,21 @@ impl ShardTable {
     }
 
     /// REVOKE, whole: the shard stops taking work, its in-flight reconciles finish, and the
-    /// answer is the resourceVersion of its last write, the hand-over barrier.
+    /// answer is the resourceVersion of its last write, the hand-over barrier. From the answer
+    /// on nothing more is written for the shard (Revoked).
     pub async fn revoke_and_drain(&self, shard: u32) -> Result<u64, ShardError> {
-        self.revoke(shard)?;
+        let epoch = self.revoke(shard)?;
         self.wait_idle(shard).await;
-        Ok(self.status(shard).map_or(0, |s| s.written_rv))
+        let mut table = self.shards.write();
+        let Some(s) = table.get_mut(&shard).filter(|s| s.epoch == epoch) else {
+            // Dropped (or moved on) while draining: nothing of this tenure writes any more.
+            return Ok(0);
+        };
+        s.phase = ShardPhase::Revoked;
+        let written = s.written_rv;
+        drop(table);
+        self.changed();
+        Ok(written)
     }
 
     /// REVOKE's first half: an Active shard stops taking work. Returns its epoch.
@@ -346,10 +393,14 @@ impl ShardTable {
         self.check_range(shard)?;
         let mut table = self.shards.write();
         let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
-        if s.phase == ShardPhase::Preparing {
-            return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
+        match s.phase {
+            ShardPhase::Preparing => {
+                return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
+            }
+            ShardPhase::Active => s.phase = ShardPhase::Revoking,
+            // A repeated REVOKE changes nothing.
+            ShardPhase::Revoking | ShardPhase::Revoked => {}
         }
-        s.phase = ShardPhase::Revoking;
         let epoch = s.epoch;
         drop(table);
         self.changed();
@@ -473,7 +524,23 @@ mod tests {
         assert_eq!(t.check_write(a, epoch), Ok(()), "and may still write");
         drop(running);
         assert_eq!(revoke.await.unwrap(), Ok(42), "the last write's resourceVersion");
+        assert_eq!(t.status(sa).unwrap().phase, ShardPhase::Revoked);
+        assert!(t.check_write(a, epoch).is_err(), "nothing is written once REVOKE answered");
         drop(other);
+    }
+
+    #[test]
+    fn stale_events_are_counted_apart_from_stale_object_writes() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        assert!(t.check(ns, 1, WriteKind::Event).is_err(), "a preparing shard writes no events");
+        t.activate(shard, 1).unwrap();
+        assert_eq!(t.check(ns, 1, WriteKind::Event), Ok(()));
+        assert!(t.check(ns, 0, WriteKind::Event).is_err(), "an older epoch's event");
+        assert_eq!((t.stale_events(), t.stale_writes()), (2, 0));
+        assert_eq!(t.status(shard).unwrap().writes, 1, "the event written counts as a write");
     }
 
     #[test]
