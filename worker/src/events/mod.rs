@@ -191,11 +191,16 @@ async fn record(
     let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
     for attempt in 1..=MAX_TRIES {
         // Checked before every attempt: a retry must not outlive the tenure either.
-        if let Err(fenced) = shards.check(&namespace, epoch, WriteKind::Event) {
-            tracing::debug!(reason = ?event.reason, %fenced, "event dropped: its shard is no longer written for");
-            return;
-        }
-        match write(&api, &event, patch.as_ref()).await {
+        let held = match shards.hold(&namespace, epoch, WriteKind::Event) {
+            Ok(held) => held,
+            Err(fenced) => {
+                tracing::debug!(reason = ?event.reason, %fenced, "event dropped: its shard is no longer written for");
+                return;
+            }
+        };
+        let written = write(&api, &event, patch.as_ref()).await;
+        drop(held);
+        match written {
             Ok(written) => {
                 correlator.update_state(&written);
                 return;

@@ -254,14 +254,32 @@ impl ShardTable {
     /// Checks a write of `kind` for `namespace` begun under `epoch`; a refusal is counted under
     /// its kind.
     pub fn check(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<(), Fenced> {
+        self.admit(namespace, epoch, kind, false)
+    }
+
+    /// [`ShardTable::check`] for a write sent outside any reconcile (the event recorder's): on
+    /// success the write holds the shard in flight until the guard is dropped, so REVOKE does not
+    /// answer while it is on its way.
+    pub fn hold(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<InFlight, Fenced> {
+        self.admit(namespace, epoch, kind, true)?;
+        Ok(InFlight { table: self.clone(), shard: self.shard_of(namespace) })
+    }
+
+    fn admit(&self, namespace: &str, epoch: Epoch, kind: WriteKind, hold: bool) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
-        if let Some(s) = self.shards.write().get_mut(&shard)
+        let mut table = self.shards.write();
+        if let Some(s) = table.get_mut(&shard)
             && s.epoch == epoch
             && matches!(s.phase, ShardPhase::Active | ShardPhase::Revoking)
         {
             s.writes += 1;
+            if hold {
+                // Counted under the table's lock, as `begin` does, so REVOKE's seal sees it.
+                *self.in_flight.lock().entry(shard).or_default() += 1;
+            }
             return Ok(());
         }
+        drop(table);
         let counter = match kind {
             WriteKind::Object => &self.stale_writes,
             WriteKind::Event => &self.stale_events,
@@ -375,8 +393,15 @@ impl ShardTable {
     /// on nothing more is written for the shard (Revoked).
     pub async fn revoke_and_drain(&self, shard: u32) -> Result<u64, ShardError> {
         let epoch = self.revoke(shard)?;
-        self.wait_idle(shard).await;
-        let mut table = self.shards.write();
+        let mut table = loop {
+            self.wait_idle(shard).await;
+            let table = self.shards.write();
+            // Reconciles and held writes start under this lock: none can slip in between this
+            // check and the seal below.
+            if !self.in_flight.lock().contains_key(&shard) {
+                break table;
+            }
+        };
         let Some(s) = table.get_mut(&shard).filter(|s| s.epoch == epoch) else {
             // Dropped (or moved on) while draining: nothing of this tenure writes any more.
             return Ok(0);
@@ -541,6 +566,25 @@ mod tests {
         assert!(t.check(ns, 0, WriteKind::Event).is_err(), "an older epoch's event");
         assert_eq!((t.stale_events(), t.stale_writes()), (2, 0));
         assert_eq!(t.status(shard).unwrap().writes, 1, "the event written counts as a write");
+    }
+
+    #[tokio::test]
+    async fn revoke_does_not_answer_while_a_held_write_is_on_its_way() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.activate(shard, 1).unwrap();
+        let held = t.hold(ns, 1, WriteKind::Event).unwrap();
+        let revoke = tokio::spawn({
+            let t = t.clone();
+            async move { t.revoke_and_drain(shard).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!revoke.is_finished(), "the event write in flight holds REVOKE");
+        drop(held);
+        assert_eq!(revoke.await.unwrap(), Ok(0));
+        assert!(t.hold(ns, 1, WriteKind::Event).is_err(), "and none starts after it answered");
     }
 
     #[test]
