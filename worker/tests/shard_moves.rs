@@ -172,8 +172,12 @@ async fn move_shards_while_work_runs(server: Server) {
     let space = ShardSpace::new(SHARDS).unwrap();
     let shard_of: Vec<u32> = NAMESPACES.iter().map(|ns| space.shard_of(ns)).collect();
     assert_eq!(shard_of.iter().collect::<BTreeSet<_>>().len(), 4, "one namespace per shard");
-    // The CronJob clock: a minute every two seconds, shared by both workers.
-    let clock: Arc<dyn Clock> = Arc::new(batchfleet_worker::clock::ScaledClock::new(Timestamp::now(), 30.0));
+    // The CronJob clock, shared by both workers: a minute every six seconds. A faster clock
+    // turns real latencies into missed minutes: on a starved 2-core machine (four copies of this
+    // test and a build at once) one owner's syncs were 3 s apart at 30x, and 6.5 s apart at 15x,
+    // within one tenure, no move near; upstream's rule (only the most recent missed time runs)
+    // then skips a minute, as it would for a controller starved for a whole minute.
+    let clock: Arc<dyn Clock> = Arc::new(batchfleet_worker::clock::ScaledClock::new(Timestamp::now(), 10.0));
     let a = worker(&sim, WORKERS[0], clock.clone()).await;
     let b = worker(&sim, WORKERS[1], clock.clone()).await;
     let expected = match server {
@@ -300,6 +304,10 @@ async fn move_shards_while_work_runs(server: Server) {
             jobs.get_opt("ttl").await.ok().and_then(|j| j.is_none().then_some(()))
         })
         .await;
+        common::wait_until(&format!("{ns}: three scheduled runs"), Duration::from_secs(60), || async {
+            (tick_minutes(&jobs).await.len() >= 3).then_some(())
+        })
+        .await;
         // Stop the schedule, so the counts below settle.
         let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), ns);
         let suspend = Patch::Merge(json!({"spec": {"suspend": true}}));
@@ -395,75 +403,4 @@ async fn shards_move_between_two_workers_with_server_side_shard_selectors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_move_between_two_workers_filtering_by_hash_on_the_worker() {
     move_shards_while_work_runs(Server::WithoutSharding).await;
-}
-
-/// The benchmark of docs/benchmarks.md: the gap of an in-process move — from the old owner's
-/// stop (REVOKE received, or its last write if later) to the new owner's first possible
-/// reconcile (ACTIVATE done) — over 200 moves while Jobs run in the moving namespaces.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: cargo nextest run -p batchfleet-worker --test shard_moves --run-ignored only"]
-async fn bench_move_gap() {
-    let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("warn").try_init();
-    let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await.expect("sim starts");
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse().unwrap())).unwrap();
-    let clock: Arc<dyn batchfleet_worker::clock::Clock> = Arc::new(batchfleet_worker::clock::SystemClock);
-    let a = worker(&sim, WORKERS[0], clock.clone()).await;
-    let b = worker(&sim, WORKERS[1], clock).await;
-    let runtimes = [a.runtime.clone(), b.runtime.clone()];
-    for s in 0..SHARDS {
-        runtimes[0].prepare(s, 1).unwrap();
-        runtimes[0].activate(s, 1, 0).await.unwrap();
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in NAMESPACES {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-            )
-            .await
-            .unwrap();
-        let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-        for i in 0..10 {
-            let job = common::job(
-                &format!("load-{i}"),
-                json!({"completions": 400, "parallelism": 4}),
-                json!({"sim.batchfleet.io/run": "200ms"}),
-            );
-            jobs.create(&PostParams::default(), &job).await.unwrap();
-        }
-    }
-    let mut owner = [0usize; SHARDS as usize];
-    let mut epoch = [1u64; SHARDS as usize];
-    let mut gaps = Vec::new();
-    for i in 0..200u32 {
-        let s = i % SHARDS;
-        let (from, to) = (owner[s as usize], 1 - owner[s as usize]);
-        epoch[s as usize] += 1;
-        let e = epoch[s as usize];
-        runtimes[to].prepare(s, e).unwrap();
-        runtimes[to].warmed(s).await;
-        let stop = std::time::Instant::now();
-        let barrier = runtimes[from].revoke(s).await.unwrap();
-        let last_write = runtimes[from].table().status(s).unwrap().last_write_at;
-        runtimes[to].activate(s, e, barrier).await.unwrap();
-        let active = std::time::Instant::now();
-        let from_at = last_write.map_or(stop, |w| w.max(stop));
-        gaps.push(active.duration_since(from_at));
-        runtimes[from].drop_shard(s);
-        owner[s as usize] = to;
-        if i % 20 == 19 {
-            eprintln!("{} moves", i + 1);
-        }
-    }
-    gaps.sort();
-    let pct = |p: f64| gaps[((gaps.len() as f64 * p).ceil() as usize).saturating_sub(1)];
-    println!(
-        "move gap over {} moves: p50 {:?}, p99 {:?}, max {:?}",
-        gaps.len(),
-        pct(0.50),
-        pct(0.99),
-        gaps.last().unwrap()
-    );
-    assert!(pct(0.99) < Duration::from_millis(500), "p99 {:?}", pct(0.99));
 }

@@ -141,8 +141,15 @@ impl CronJobController {
             move |key: ObjectKey, epoch| {
                 let this = this.clone();
                 async move {
+                    let started = tokio::time::Instant::now();
                     match this.sync(&key, epoch).await {
-                        Outcome::RequeueAfter(d) => Verdict::RequeueAfter(this.real(d)),
+                        // The core measured the delay to the next schedule time from the sync's
+                        // start (its `now`): the time the sync took is spent already. Upstream
+                        // adds it again, harmless at its speed; a slow sync (a starved process,
+                        // creations held for a burst) would push every later run back by it.
+                        Outcome::RequeueAfter(d) => {
+                            Verdict::RequeueAfter(this.real(d).saturating_sub(started.elapsed()))
+                        }
                         Outcome::Retry(e) => Verdict::Retry(e.to_string()),
                         Outcome::Done => Verdict::Done,
                     }
