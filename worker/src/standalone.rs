@@ -182,6 +182,7 @@ pub async fn start_on_shards(
         None => watch::probe(&client, &shards).await,
     };
     let registry = Registry::new();
+    shards.register_metrics(&registry)?;
     let job_metrics = JobMetrics::register(&registry)?;
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);

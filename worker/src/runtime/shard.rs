@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
+use prometheus::{IntCounterVec, Opts, Registry};
 
 use crate::shards::ShardSpace;
 
@@ -78,6 +79,35 @@ pub enum Fenced {
     StaleEpoch { namespace: String, shard: u32, epoch: Epoch },
 }
 
+/// The table's counters on /metrics: per-shard load, which the coordinator weighs placement by,
+/// and fenced writes.
+#[derive(Clone)]
+struct ShardMetrics {
+    /// `batchfleet_worker_shard_reconciles_total{shard}`: reconciles started per shard.
+    reconciles: IntCounterVec,
+    /// `batchfleet_worker_fenced_writes_total{kind}`: writes dropped, never sent, by kind.
+    fenced: IntCounterVec,
+}
+
+impl ShardMetrics {
+    fn new() -> prometheus::Result<Self> {
+        let reconciles = IntCounterVec::new(
+            Opts::new("shard_reconciles_total", "Reconciles started per shard: the shard's load")
+                .namespace("batchfleet_worker"),
+            &["shard"],
+        )?;
+        let fenced = IntCounterVec::new(
+            Opts::new(
+                "fenced_writes_total",
+                "Writes dropped and never sent because their shard was no longer held at their epoch",
+            )
+            .namespace("batchfleet_worker"),
+            &["kind"],
+        )?;
+        Ok(Self { reconciles, fenced })
+    }
+}
+
 /// The shard table of one worker. Cheap to clone; clones share the table.
 #[derive(Clone)]
 pub struct ShardTable {
@@ -87,6 +117,8 @@ pub struct ShardTable {
     epochs: Arc<RwLock<BTreeMap<u32, Epoch>>>,
     stale_writes: Arc<AtomicU64>,
     stale_events: Arc<AtomicU64>,
+    /// Set once registered with the worker's registry.
+    metrics: Arc<std::sync::OnceLock<ShardMetrics>>,
     /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
     changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Reconciles running per shard; REVOKE waits for its shard's to reach zero.
@@ -137,6 +169,7 @@ impl ShardTable {
             epochs: Arc::default(),
             stale_writes: Arc::default(),
             stale_events: Arc::default(),
+            metrics: Arc::default(),
             changes: Arc::new(tokio::sync::watch::channel(0).0),
             in_flight: Arc::default(),
             idle: Arc::default(),
@@ -167,6 +200,24 @@ impl ShardTable {
 
     pub fn space(&self) -> ShardSpace {
         self.space
+    }
+
+    /// Registers the table's counters (`batchfleet_worker_shard_reconciles_total{shard}`,
+    /// `batchfleet_worker_fenced_writes_total{kind}`) with the worker's registry, once.
+    pub fn register_metrics(&self, registry: &Registry) -> prometheus::Result<()> {
+        if self.metrics.get().is_some() {
+            return Err(prometheus::Error::AlreadyReg);
+        }
+        let metrics = ShardMetrics::new()?;
+        registry.register(Box::new(metrics.reconciles.clone()))?;
+        registry.register(Box::new(metrics.fenced.clone()))?;
+        self.metrics.set(metrics).map_err(|_| prometheus::Error::AlreadyReg)
+    }
+
+    fn count_fenced(&self, kind: &str) {
+        if let Some(m) = self.metrics.get() {
+            m.fenced.with_label_values(&[kind]).inc();
+        }
     }
 
     pub fn shard_of(&self, namespace: &str) -> u32 {
@@ -203,6 +254,9 @@ impl ShardTable {
         let mut table = self.shards.write();
         let s = table.get_mut(&shard).filter(|s| s.phase == ShardPhase::Active)?;
         s.reconciles += 1;
+        if let Some(m) = self.metrics.get() {
+            m.reconciles.with_label_values(&[shard.to_string().as_str()]).inc();
+        }
         let epoch = s.epoch;
         // Counted under the table's lock, so a REVOKE that saw the shard Active waits for it.
         *self.in_flight.lock().entry(shard).or_default() += 1;
@@ -268,9 +322,15 @@ impl ShardTable {
     fn admit(&self, namespace: &str, epoch: Epoch, kind: WriteKind, hold: bool) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
         let mut table = self.shards.write();
+        // In-flight reconciles finish their writes while Revoking; the event recorder starts none:
+        // its queue may hold many of the shard's events, and REVOKE must not wait for them all.
+        let writable = match kind {
+            WriteKind::Object => &[ShardPhase::Active, ShardPhase::Revoking][..],
+            WriteKind::Event => &[ShardPhase::Active][..],
+        };
         if let Some(s) = table.get_mut(&shard)
             && s.epoch == epoch
-            && matches!(s.phase, ShardPhase::Active | ShardPhase::Revoking)
+            && writable.contains(&s.phase)
         {
             s.writes += 1;
             if hold {
@@ -280,17 +340,19 @@ impl ShardTable {
             return Ok(());
         }
         drop(table);
-        let counter = match kind {
-            WriteKind::Object => &self.stale_writes,
-            WriteKind::Event => &self.stale_events,
+        let (counter, label) = match kind {
+            WriteKind::Object => (&self.stale_writes, "object"),
+            WriteKind::Event => (&self.stale_events, "event"),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        self.count_fenced(label);
         Err(Fenced::StaleEpoch { namespace: namespace.to_string(), shard, epoch })
     }
 
     /// Counts an event that was not even queued: its shard was not Active here.
     pub fn count_stale_event(&self) {
         self.stale_events.fetch_add(1, Ordering::Relaxed);
+        self.count_fenced("event");
     }
 
     /// Object writes refused because their epoch was stale.
@@ -478,10 +540,12 @@ mod tests {
         assert_eq!(t.revoke(shard), Ok(1));
         assert_eq!(t.acts_in(ns), None);
         assert_eq!(t.check_write(ns, 1), Ok(()));
+        assert!(t.check(ns, 1, WriteKind::Event).is_err(), "no event write starts while revoking");
         t.drop_shard(shard);
         assert!(!t.caches(ns));
         assert!(t.check_write(ns, 1).is_err());
         assert_eq!(t.stale_writes(), 1, "the write after the drop was counted");
+        assert_eq!(t.stale_events(), 1);
     }
 
     #[test]
@@ -599,6 +663,36 @@ mod tests {
         assert!(seen.lock().is_empty());
         t.activate(3, 1).unwrap();
         assert_eq!(*seen.lock(), vec![3]);
+    }
+
+    #[test]
+    fn per_shard_load_and_fenced_writes_are_exported_once() {
+        let t = table();
+        let registry = Registry::new();
+        t.register_metrics(&registry).unwrap();
+        assert!(t.register_metrics(&registry).is_err(), "once per table");
+        let (a, b) = ("alpha", "beta");
+        for ns in [a, b] {
+            t.prepare(t.shard_of(ns), 1).unwrap();
+            t.activate(t.shard_of(ns), 1).unwrap();
+        }
+        for _ in 0..3 {
+            drop(t.begin(a));
+        }
+        drop(t.begin(b));
+        assert!(t.check_write(a, 0).is_err());
+        assert!(t.check(a, 0, WriteKind::Event).is_err());
+        let mut text = Vec::new();
+        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &registry.gather(), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        for line in [
+            format!("batchfleet_worker_shard_reconciles_total{{shard=\"{}\"}} 3", t.shard_of(a)),
+            format!("batchfleet_worker_shard_reconciles_total{{shard=\"{}\"}} 1", t.shard_of(b)),
+            "batchfleet_worker_fenced_writes_total{kind=\"object\"} 1".to_string(),
+            "batchfleet_worker_fenced_writes_total{kind=\"event\"} 1".to_string(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
     }
 
     #[test]
