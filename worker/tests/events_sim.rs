@@ -5,9 +5,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_worker::clock::SystemClock;
 use batchfleet_worker::events::{EventSink, EventType, PendingEvent};
 use batchfleet_worker::runtime::shard::ShardTable;
 use batchfleet_worker::shards::ShardSpace;
@@ -38,7 +40,8 @@ async fn events_about(client: &kube::Client, name: &str) -> Vec<Event> {
 #[tokio::test]
 async fn repeats_count_on_one_event_and_similar_ones_are_combined() {
     let (_sim, client, subject) = setup().await;
-    let (sink, task) = EventSink::new(client.clone(), "cronjob-controller", standalone());
+    let (sink, task) =
+        EventSink::new(client.clone(), "cronjob-controller", standalone(), Arc::new(SystemClock));
     tokio::spawn(task);
 
     // The same event three times: one Event, count 3.
@@ -89,7 +92,7 @@ async fn repeats_count_on_one_event_and_similar_ones_are_combined() {
 #[tokio::test]
 async fn an_object_gets_a_burst_of_25_events_then_is_rate_limited() {
     let (_sim, client, subject) = setup().await;
-    let (sink, task) = EventSink::new(client.clone(), "job-controller", standalone());
+    let (sink, task) = EventSink::new(client.clone(), "job-controller", standalone(), Arc::new(SystemClock));
     tokio::spawn(task);
     // Distinct reasons, so nothing is counted or combined: only the spam filter stops them.
     for i in 0..30 {
@@ -116,7 +119,8 @@ async fn an_event_of_a_shard_no_longer_held_is_dropped_counted_and_never_sent() 
     let shards = ShardTable::new(ShardSpace::new(4).unwrap());
     let shard = shards.shard_of("default");
     shards.prepare(shard, 1).unwrap();
-    let (sink, task) = EventSink::new(client.clone(), "job-controller", shards.clone());
+    let (sink, task) =
+        EventSink::new(client.clone(), "job-controller", shards.clone(), Arc::new(SystemClock));
     tokio::spawn(task);
 
     // Preparing: a watch handler's event is not even queued.
@@ -150,4 +154,24 @@ async fn an_event_of_a_shard_no_longer_held_is_dropped_counted_and_never_sent() 
     assert!(reasons.contains(&"WhileActive".to_string()), "{reasons:?}");
     assert_eq!(shards.stale_events(), 3, "the preparing, revoked and stale-epoch events");
     assert_eq!(shards.stale_writes(), 0, "events are counted apart from object writes");
+}
+
+#[tokio::test]
+async fn events_are_stamped_by_the_workers_clock() {
+    let (_sim, client, subject) = setup().await;
+    let start: jiff::Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+    let clock = Arc::new(batchfleet_worker::clock::ScaledClock::new(start, 1.0));
+    let (sink, task) = EventSink::new(client.clone(), "job-controller", standalone(), clock);
+    tokio::spawn(task);
+    sink.publish(1, PendingEvent::for_object(&subject, EventType::Normal, "Stamped", "m"));
+    let event = common::wait_until("the stamped Event", Duration::from_secs(10), || async {
+        events_about(&client, "subject").await.into_iter().next()
+    })
+    .await;
+    let first = event.first_timestamp.expect("firstTimestamp").0;
+    assert!(
+        start <= first && first < start + jiff::SignedDuration::from_mins(1),
+        "stamped {first}, the clock started at {start}"
+    );
+    assert!(event.metadata.name.is_some_and(|n| n.starts_with("subject.")));
 }

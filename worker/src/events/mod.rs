@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use correlator::{Correlated, EventCorrelator};
 
 use crate::api_errors;
+use crate::clock::Clock;
 use crate::runtime::shard::{Epoch, ShardTable, WriteKind};
 
 /// Upstream's broadcaster queue length.
@@ -54,7 +55,8 @@ pub struct PendingEvent {
     pub reason: String,
     pub message: String,
     /// When the controller recorded it: client-go stamps an event in `Eventf`, not when its
-    /// broadcaster gets round to writing it.
+    /// broadcaster gets round to writing it. [`EventSink::publish`] stamps it with the sink's
+    /// clock.
     pub at: jiff::Timestamp,
 }
 
@@ -70,7 +72,7 @@ impl PendingEvent {
             type_,
             reason: reason.into(),
             message: message.into(),
-            at: jiff::Timestamp::now(),
+            at: jiff::Timestamp::UNIX_EPOCH,
         }
     }
 }
@@ -116,6 +118,7 @@ pub struct EventSink {
     tx: mpsc::Sender<Queued>,
     dropped: Arc<DropLog>,
     shards: ShardTable,
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Default)]
@@ -137,27 +140,29 @@ impl DropLog {
 
 impl EventSink {
     /// A sink for `component` (upstream's `EventSource.Component`, e.g. "job-controller") and the
-    /// task that writes its events, fenced by `shards`.
+    /// task that writes its events, fenced by `shards`, timed by `clock`.
     pub fn new(
         client: kube::Client,
         component: &str,
         shards: ShardTable,
+        clock: Arc<dyn Clock>,
     ) -> (Self, impl std::future::Future<Output = ()>) {
         let (tx, mut rx) = mpsc::channel::<Queued>(BUFFER);
         let source = EventSource { component: Some(component.to_string()), host: None };
-        let fence = shards.clone();
+        let (fence, now) = (shards.clone(), clock.clone());
         let task = async move {
             let mut correlator = EventCorrelator::new();
             while let Some(Queued { event, epoch }) = rx.recv().await {
                 let event = make_event(&source, event);
-                record(&client, &fence, epoch, &mut correlator, event).await;
+                record(&client, &fence, epoch, &mut correlator, event, now.now()).await;
             }
         };
-        (Self { tx, dropped: Default::default(), shards }, task)
+        (Self { tx, dropped: Default::default(), shards, clock }, task)
     }
 
     /// Queues an event raised by a reconcile running under `epoch`.
-    pub fn publish(&self, epoch: Epoch, event: PendingEvent) {
+    pub fn publish(&self, epoch: Epoch, mut event: PendingEvent) {
+        event.at = self.clock.now();
         if let Err(mpsc::error::TrySendError::Full(q)) = self.tx.try_send(Queued { event, epoch }) {
             self.dropped.record(&q.event.reason);
         }
@@ -181,8 +186,9 @@ async fn record(
     epoch: Epoch,
     correlator: &mut EventCorrelator,
     event: Event,
+    now: jiff::Timestamp,
 ) {
-    let (event, patch) = match correlator.correlate(event, jiff::Timestamp::now()) {
+    let (event, patch) = match correlator.correlate(event, now) {
         Correlated::Skip => return,
         Correlated::Create(event) => (event, None),
         Correlated::Patch { event, patch } => (event, Some(patch)),
