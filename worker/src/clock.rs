@@ -1,12 +1,21 @@
-//! Time as the controllers see it. The system clock in production; tests inject a clock that
-//! runs faster than real time, so a CronJob that fires every minute fires every second.
+//! Time as the controllers see it: one clock per worker, wall and monotonic, injected into every
+//! shell (Job, CronJob, TTL) and the event recorder. The system clock in production; tests
+//! inject a clock that runs faster than real time, so a CronJob that fires every minute fires
+//! every second.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Wall time: what timestamps written to the API (and compared with them) use.
     fn now(&self) -> Timestamp;
+    /// Monotonic time: what durations (sync timings) are measured with. Real time for every
+    /// clock here (a sped-up clock speeds up wall time only; its delays are mapped by `real`);
+    /// tokio's, so tests with paused time control it.
+    fn monotonic(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now()
+    }
     /// How long to really wait for `delay` of this clock's time to pass.
     fn real(&self, delay: Duration) -> Duration;
 }

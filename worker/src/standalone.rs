@@ -13,7 +13,7 @@ use crate::client::{self, ClientLimits};
 use crate::clock::{Clock, SystemClock};
 use crate::cronjob::controller::CronJobController;
 use crate::events::EventSink;
-use crate::job::controller::JobController;
+use crate::job::controller::{JobController, JobQueues};
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
 use crate::runtime::protocol::{Handlers, ShardRuntime};
@@ -37,7 +37,8 @@ pub struct WorkerOptions {
     pub worker_id: String,
     /// Upstream's constants, overridable so tests need not wait real back-offs.
     pub job_timing: JobTiming,
-    /// The CronJob controller's clock (tests speed it up).
+    /// The worker's one clock, wall and monotonic: every shell's and the event recorder's (tests
+    /// speed it up).
     pub clock: Arc<dyn Clock>,
     /// Which controllers run.
     pub controllers: Controllers,
@@ -182,11 +183,13 @@ pub async fn start_on_shards(
         None => watch::probe(&client, &shards).await,
     };
     let registry = Registry::new();
+    shards.register_metrics(&registry)?;
     let job_metrics = JobMetrics::register(&registry)?;
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
-    let (events, record_events) = EventSink::new(client.clone(), "job-controller");
+    let (events, record_events) =
+        EventSink::new(client.clone(), "job-controller", shards.clone(), opts.clock.clone());
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
@@ -194,10 +197,21 @@ pub async fn start_on_shards(
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,
         ..JobConfig::default()
     };
-    let jobs =
-        JobController::new(client.clone(), config, job_metrics, events, queue, orphans, shards.clone());
-    let (cron_events, record_cron_events) =
-        EventSink::new(client.clone(), crate::cronjob::core::EVENT_COMPONENT);
+    let jobs = JobController::new(
+        client.clone(),
+        config,
+        job_metrics,
+        events,
+        JobQueues { jobs: queue, orphans },
+        shards.clone(),
+        opts.clock.clone(),
+    );
+    let (cron_events, record_cron_events) = EventSink::new(
+        client.clone(),
+        crate::cronjob::core::EVENT_COMPONENT,
+        shards.clone(),
+        opts.clock.clone(),
+    );
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(
@@ -210,7 +224,7 @@ pub async fn start_on_shards(
         shards.clone(),
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
-    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards.clone())?;
+    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards.clone(), opts.clock.clone())?;
     let mut handlers = Handlers::default();
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
         .await

@@ -16,6 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench_cron;
 mod bench_fleet;
 mod bench_jobs;
+mod bench_moves;
 mod bench_placement;
 mod bench_podgc;
 mod bench_sim;
@@ -43,6 +44,8 @@ enum Command {
     BenchJobs(bench_jobs::BenchJobsArgs),
     /// Benchmark CronJob creation skew and TTL-after-finished deletion lag.
     BenchCron(bench_cron::BenchCronArgs),
+    /// Benchmark the gap of an in-process shard move between two workers, under load.
+    BenchMoves(bench_moves::BenchMovesArgs),
     /// Benchmark the coordinator's shard placement: balance, moves per join and leave, speed.
     BenchPlacement(bench_placement::BenchPlacementArgs),
     /// The fleet as processes under load: graceful moves, a drain, a killed worker, a killed leader.
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
+            Command::BenchMoves(args) => bench_moves::run(args).await,
             Command::BenchPlacement(args) => bench_placement::run(args).await,
             Command::BenchFleet(args) => bench_fleet::run(args).await,
             Command::BenchPodgc(args) => bench_podgc::run(args).await,

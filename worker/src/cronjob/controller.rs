@@ -141,8 +141,15 @@ impl CronJobController {
             move |key: ObjectKey, epoch| {
                 let this = this.clone();
                 async move {
+                    let started = tokio::time::Instant::now();
                     match this.sync(&key, epoch).await {
-                        Outcome::RequeueAfter(d) => Verdict::RequeueAfter(this.real(d)),
+                        // The core measured the delay to the next schedule time from the sync's
+                        // start (its `now`): the time the sync took is spent already. Upstream
+                        // adds it again, harmless at its speed; a slow sync (a starved process,
+                        // creations held for a burst) would push every later run back by it.
+                        Outcome::RequeueAfter(d) => {
+                            Verdict::RequeueAfter(this.real(d).saturating_sub(started.elapsed()))
+                        }
                         Outcome::Retry(e) => Verdict::Retry(e.to_string()),
                         Outcome::Done => Verdict::Done,
                     }
@@ -172,7 +179,7 @@ impl CronJobController {
         loop {
             for effect in std::mem::take(&mut step.effects) {
                 match effect {
-                    Effect::Event(e) => self.publish(&cj, &e),
+                    Effect::Event(e) => self.publish(epoch, &cj, &e),
                     Effect::CreationSkew { seconds } => self.skew.observe(seconds),
                 }
             }
@@ -257,9 +264,9 @@ impl CronJobController {
 }
 
 impl CronJobController {
-    /// Records an event the core decided on, about `cj`.
-    fn publish(&self, cj: &CronJob, e: &core::Event) {
-        self.events.publish(PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
+    /// Records an event a sync under `epoch` decided on, about `cj`.
+    fn publish(&self, epoch: Epoch, cj: &CronJob, e: &core::Event) {
+        self.events.publish(epoch, PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
     }
 
     /// Puts a CronJob the controller wrote or watched into its cache, unless the cache already
@@ -323,7 +330,9 @@ impl crate::informer::Handler<CronJob> for CronJobController {
             Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
                 UpdateAction::Enqueue => self.queue.add(key),
                 UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
-                UpdateAction::Unparseable(e) => self.publish(cj, &e),
+                UpdateAction::Unparseable(e) => self
+                    .events
+                    .publish_if_active(PendingEvent::for_object(&**cj, e.type_, e.reason, &e.message)),
             },
         }
     }

@@ -3,6 +3,9 @@
 //! bounded buffer that drops (with a log line) rather than slow a controller down, and passed
 //! through upstream's correlator first, so repeats become a count on one Event, floods of
 //! similar events are combined, and each object gets a burst of 25 then one every 5 minutes.
+//! Every Event write is fenced like any other write: an event of a shard this worker no longer
+//! holds at the epoch of the reconcile that raised it, or whose REVOKE has answered, is dropped
+//! and counted ([`ShardTable::stale_events`]), never sent.
 
 mod correlator;
 
@@ -19,6 +22,8 @@ use tokio::sync::mpsc;
 use correlator::{Correlated, EventCorrelator};
 
 use crate::api_errors;
+use crate::clock::Clock;
+use crate::runtime::shard::{Epoch, ShardTable, WriteKind};
 
 /// Upstream's broadcaster queue length.
 const BUFFER: usize = 1000;
@@ -50,7 +55,8 @@ pub struct PendingEvent {
     pub reason: String,
     pub message: String,
     /// When the controller recorded it: client-go stamps an event in `Eventf`, not when its
-    /// broadcaster gets round to writing it.
+    /// broadcaster gets round to writing it. [`EventSink::publish`] stamps it with the sink's
+    /// clock.
     pub at: jiff::Timestamp,
 }
 
@@ -66,17 +72,14 @@ impl PendingEvent {
             type_,
             reason: reason.into(),
             message: message.into(),
-            at: jiff::Timestamp::now(),
+            at: jiff::Timestamp::UNIX_EPOCH,
         }
     }
 }
 
 /// client-go's `recorder.makeEvent`: named after the object and the time in hex nanoseconds.
 pub fn make_event(source: &EventSource, pending: PendingEvent) -> Event {
-    let namespace = match pending.regarding.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => ns.to_string(),
-        _ => "default".to_string(),
-    };
+    let namespace = event_namespace(&pending.regarding).to_string();
     let now = pending.at;
     let name = correlator::event_name(pending.regarding.name.as_deref().unwrap_or(""), now);
     Event {
@@ -95,11 +98,27 @@ pub fn make_event(source: &EventSource, pending: PendingEvent) -> Event {
     }
 }
 
+/// An event waiting to be written, with the epoch its write is fenced on.
+struct Queued {
+    event: PendingEvent,
+    epoch: Epoch,
+}
+
+/// The namespace an event about `regarding` is written in.
+fn event_namespace(regarding: &ObjectReference) -> &str {
+    match regarding.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => ns,
+        _ => "default",
+    }
+}
+
 /// Where controllers put their events. Cheap to clone.
 #[derive(Clone)]
 pub struct EventSink {
-    tx: mpsc::Sender<PendingEvent>,
+    tx: mpsc::Sender<Queued>,
     dropped: Arc<DropLog>,
+    shards: ShardTable,
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Default)]
@@ -121,31 +140,55 @@ impl DropLog {
 
 impl EventSink {
     /// A sink for `component` (upstream's `EventSource.Component`, e.g. "job-controller") and the
-    /// task that writes its events.
-    pub fn new(client: kube::Client, component: &str) -> (Self, impl std::future::Future<Output = ()>) {
-        let (tx, mut rx) = mpsc::channel::<PendingEvent>(BUFFER);
+    /// task that writes its events, fenced by `shards`, timed by `clock`.
+    pub fn new(
+        client: kube::Client,
+        component: &str,
+        shards: ShardTable,
+        clock: Arc<dyn Clock>,
+    ) -> (Self, impl std::future::Future<Output = ()>) {
+        let (tx, mut rx) = mpsc::channel::<Queued>(BUFFER);
         let source = EventSource { component: Some(component.to_string()), host: None };
+        let (fence, now) = (shards.clone(), clock.clone());
         let task = async move {
             let mut correlator = EventCorrelator::new();
-            while let Some(pending) = rx.recv().await {
-                let event = make_event(&source, pending);
-                record(&client, &mut correlator, event).await;
+            while let Some(Queued { event, epoch }) = rx.recv().await {
+                let event = make_event(&source, event);
+                record(&client, &fence, epoch, &mut correlator, event, now.now()).await;
             }
         };
-        (Self { tx, dropped: Default::default() }, task)
+        (Self { tx, dropped: Default::default(), shards, clock }, task)
     }
 
-    pub fn publish(&self, event: PendingEvent) {
-        if let Err(mpsc::error::TrySendError::Full(e)) = self.tx.try_send(event) {
-            self.dropped.record(&e.reason);
+    /// Queues an event raised by a reconcile running under `epoch`.
+    pub fn publish(&self, epoch: Epoch, mut event: PendingEvent) {
+        event.at = self.clock.now();
+        if let Err(mpsc::error::TrySendError::Full(q)) = self.tx.try_send(Queued { event, epoch }) {
+            self.dropped.record(&q.event.reason);
+        }
+    }
+
+    /// Queues an event raised outside a reconcile (a watch handler), under the epoch its shard
+    /// is Active at now; with the shard not Active here, the event is dropped and counted.
+    pub fn publish_if_active(&self, event: PendingEvent) {
+        match self.shards.acts_in(event_namespace(&event.regarding)) {
+            Some(epoch) => self.publish(epoch, event),
+            None => self.shards.count_stale_event(),
         }
     }
 }
 
 /// client-go `recordToSink`: correlate, then patch the existing Event or create a new one;
 /// transport failures are retried, rejections are not.
-async fn record(client: &kube::Client, correlator: &mut EventCorrelator, event: Event) {
-    let (event, patch) = match correlator.correlate(event, jiff::Timestamp::now()) {
+async fn record(
+    client: &kube::Client,
+    shards: &ShardTable,
+    epoch: Epoch,
+    correlator: &mut EventCorrelator,
+    event: Event,
+    now: jiff::Timestamp,
+) {
+    let (event, patch) = match correlator.correlate(event, now) {
         Correlated::Skip => return,
         Correlated::Create(event) => (event, None),
         Correlated::Patch { event, patch } => (event, Some(patch)),
@@ -153,7 +196,17 @@ async fn record(client: &kube::Client, correlator: &mut EventCorrelator, event: 
     let namespace = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
     for attempt in 1..=MAX_TRIES {
-        match write(&api, &event, patch.as_ref()).await {
+        // Checked before every attempt: a retry must not outlive the tenure either.
+        let held = match shards.hold(&namespace, epoch, WriteKind::Event) {
+            Ok(held) => held,
+            Err(fenced) => {
+                tracing::debug!(reason = ?event.reason, %fenced, "event dropped: its shard is no longer written for");
+                return;
+            }
+        };
+        let written = write(&api, &event, patch.as_ref()).await;
+        drop(held);
+        match written {
             Ok(written) => {
                 correlator.update_state(&written);
                 return;

@@ -122,7 +122,8 @@ fn held(runtime: &ShardRuntime) -> Vec<pb::HeldShard> {
             let phase = match status.phase {
                 ShardPhase::Preparing => "preparing",
                 ShardPhase::Active => "active",
-                ShardPhase::Revoking => "revoking",
+                // Stopped for a move either way: the coordinator places it again.
+                ShardPhase::Revoking | ShardPhase::Revoked => "revoking",
             };
             Some(pb::HeldShard { shard, epoch: status.epoch, phase: phase.into() })
         })

@@ -11,7 +11,6 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
-use tokio::time::Instant;
 
 use super::cache::{Cache, ObjectKey, controlling_job_uid};
 use super::core::{
@@ -19,6 +18,7 @@ use super::core::{
     JobPlan, PodOpResults, PodOps, PodRef, SyncInput,
 };
 use super::metrics::JobMetrics;
+use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
 use crate::informer::is_newer;
 use crate::runtime::expectations::{Expectations, UidExpectations};
@@ -26,6 +26,13 @@ use crate::runtime::reconcile::{self, Verdict};
 use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
 use crate::runtime::write::{Fence, WriteError};
+
+/// The Job controller's two work queues: Job syncs, and orphan pods whose tracking finalizer
+/// must go.
+pub struct JobQueues {
+    pub jobs: WorkQueue<ObjectKey>,
+    pub orphans: WorkQueue<ObjectKey>,
+}
 
 pub struct JobController {
     client: kube::Client,
@@ -43,6 +50,7 @@ pub struct JobController {
     metrics: JobMetrics,
     events: EventSink,
     shards: ShardTable,
+    clock: Arc<dyn Clock>,
 }
 
 fn has_tracking_finalizer(pod: &Pod) -> bool {
@@ -55,16 +63,16 @@ impl JobController {
         config: Config,
         metrics: JobMetrics,
         events: EventSink,
-        queue: WorkQueue<ObjectKey>,
-        orphans: WorkQueue<ObjectKey>,
+        queues: JobQueues,
         shards: ShardTable,
+        clock: Arc<dyn Clock>,
     ) -> Arc<Self> {
         let this = Arc::new(Self {
             client,
             synced: tokio::sync::watch::channel((false, false)).0,
             cache: Arc::new(Cache::default()),
-            queue,
-            orphans,
+            queue: queues.jobs,
+            orphans: queues.orphans,
             creations: Expectations::default(),
             deletions: UidExpectations::default(),
             finalizers: UidExpectations::default(),
@@ -73,6 +81,7 @@ impl JobController {
             metrics,
             events,
             shards,
+            clock,
         });
         // A shard that becomes Active here: queue its Jobs and orphan pods, and no others.
         let weak = Arc::downgrade(&this);
@@ -139,7 +148,7 @@ impl JobController {
                 let this = this.clone();
                 async move {
                     match this.sync(&key, epoch).await {
-                        Ok(Some(after)) => Verdict::RequeueAfter(after),
+                        Ok(Some(after)) => Verdict::RequeueAfter(this.clock.real(after)),
                         Ok(None) => Verdict::Done,
                         Err(e) => Verdict::Retry(e.to_string()),
                     }
@@ -302,7 +311,7 @@ impl JobController {
 
     /// One sync of one Job; returns when to sync it again.
     async fn sync(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, SyncFailure> {
-        let started = Instant::now();
+        let started = self.clock.monotonic();
         let Some(job) = self.cache.job(key) else {
             self.creations.forget(key);
             return Ok(None);
@@ -315,7 +324,7 @@ impl JobController {
         let input = SyncInput {
             job: &job,
             pods: &pods,
-            now: jiff::Timestamp::now(),
+            now: self.clock.now(),
             expectations_satisfied: satisfied,
             expected_removed_finalizers: &pending_finalizers,
             backoff: backoff.as_ref(),
@@ -323,7 +332,7 @@ impl JobController {
         };
         let plan = match core::sync_job(&input) {
             JobPlan::Skip(skip) => {
-                self.publish(&job, skip.events);
+                self.publish(epoch, &job, skip.events);
                 if skip.forget_backoff_record {
                     self.backoff.lock().remove(key);
                 }
@@ -334,7 +343,7 @@ impl JobController {
         let fence = self.fence(&key.namespace, epoch);
         let results = self.run_pod_ops(key, &fence, &plan.pod_ops).await;
         let status_plan = plan.after_pod_ops(&results);
-        self.publish(&job, status_plan.events.clone());
+        self.publish(epoch, &job, status_plan.events.clone());
         status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
         let mut latest: Arc<Job> = job.clone();
         let outcome = async {
@@ -350,7 +359,7 @@ impl JobController {
             if let Some(status) = &final_plan.status {
                 latest = Arc::new(self.write_status(&fence, &latest, status.clone()).await?);
             }
-            self.publish(&job, final_plan.events.clone());
+            self.publish(epoch, &job, final_plan.events.clone());
             final_plan.metrics.iter().for_each(|m| self.metrics.record(m));
             match &final_plan.error {
                 Some(e) => Err(SyncFailure::Plan(e.to_string())),
@@ -524,9 +533,9 @@ impl JobController {
         .await
     }
 
-    fn publish(&self, job: &Job, events: Vec<core::Event>) {
+    fn publish(&self, epoch: Epoch, job: &Job, events: Vec<core::Event>) {
         for e in events {
-            self.events.publish(PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
+            self.events.publish(epoch, PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
         }
     }
 }

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 
 use super::shard::{Epoch, ShardError, ShardTable};
-use super::watch::{self, ShardFiltering, WatchHandle, WatchScope};
+use super::watch::{self, Progress, ShardFiltering, WatchHandle, WatchScope};
 use crate::informer::Handler;
 
 /// The handlers each kind's events go to.
@@ -125,6 +125,16 @@ impl ShardRuntime {
         }
         .unwrap_or_default();
         futures::future::join_all(waits).await;
+    }
+
+    /// How far each watch feeding `shard`'s caches has come, by kind: what ACTIVATE waits on.
+    pub fn watch_progress(&self, shard: u32) -> Vec<(String, Progress)> {
+        let Some(feeder) = self.table.feeder(shard) else { return Vec::new() };
+        let groups = self.groups.lock();
+        groups
+            .get(&feeder)
+            .map(|g| g.watches.iter().map(|w| (w.kind().to_string(), w.progress())).collect())
+            .unwrap_or_default()
     }
 
     /// REVOKE: `shard` takes no more work; returns, once its in-flight reconciles are done, the

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
+use prometheus::{IntCounterVec, Opts, Registry};
 
 use crate::shards::ShardSpace;
 
@@ -23,6 +24,20 @@ pub enum ShardPhase {
     Active,
     /// No new work is taken; in-flight reconciles finish, and may still write.
     Revoking,
+    /// REVOKE has answered: the in-flight reconciles are done and nothing more is written for
+    /// the shard, not even the events they queued.
+    Revoked,
+}
+
+/// What a fenced write writes: counted apart, because an event queued by a reconcile that
+/// finished before REVOKE answered is dropped by design, while a dropped object write means a
+/// reconcile outlived its tenure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A reconcile's create, update, patch or delete.
+    Object,
+    /// A core/v1 Event from the event recorder.
+    Event,
 }
 
 /// What the table knows about one held shard.
@@ -64,6 +79,35 @@ pub enum Fenced {
     StaleEpoch { namespace: String, shard: u32, epoch: Epoch },
 }
 
+/// The table's counters on /metrics: per-shard load, which the coordinator weighs placement by,
+/// and fenced writes.
+#[derive(Clone)]
+struct ShardMetrics {
+    /// `batchfleet_worker_shard_reconciles_total{shard}`: reconciles started per shard.
+    reconciles: IntCounterVec,
+    /// `batchfleet_worker_fenced_writes_total{kind}`: writes dropped, never sent, by kind.
+    fenced: IntCounterVec,
+}
+
+impl ShardMetrics {
+    fn new() -> prometheus::Result<Self> {
+        let reconciles = IntCounterVec::new(
+            Opts::new("shard_reconciles_total", "Reconciles started per shard: the shard's load")
+                .namespace("batchfleet_worker"),
+            &["shard"],
+        )?;
+        let fenced = IntCounterVec::new(
+            Opts::new(
+                "fenced_writes_total",
+                "Writes dropped and never sent because their shard was no longer held at their epoch",
+            )
+            .namespace("batchfleet_worker"),
+            &["kind"],
+        )?;
+        Ok(Self { reconciles, fenced })
+    }
+}
+
 /// The shard table of one worker. Cheap to clone; clones share the table.
 #[derive(Clone)]
 pub struct ShardTable {
@@ -72,6 +116,9 @@ pub struct ShardTable {
     /// Highest epoch ever assigned per shard, kept after a drop so an epoch never goes back.
     epochs: Arc<RwLock<BTreeMap<u32, Epoch>>>,
     stale_writes: Arc<AtomicU64>,
+    stale_events: Arc<AtomicU64>,
+    /// Set once registered with the worker's registry.
+    metrics: Arc<std::sync::OnceLock<ShardMetrics>>,
     /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
     changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Reconciles running per shard; REVOKE waits for its shard's to reach zero.
@@ -124,6 +171,8 @@ impl ShardTable {
             shards: Arc::default(),
             epochs: Arc::default(),
             stale_writes: Arc::default(),
+            stale_events: Arc::default(),
+            metrics: Arc::default(),
             changes: Arc::new(tokio::sync::watch::channel(0).0),
             in_flight: Arc::default(),
             idle: Arc::default(),
@@ -162,6 +211,24 @@ impl ShardTable {
         self.space
     }
 
+    /// Registers the table's counters (`batchfleet_worker_shard_reconciles_total{shard}`,
+    /// `batchfleet_worker_fenced_writes_total{kind}`) with the worker's registry, once.
+    pub fn register_metrics(&self, registry: &Registry) -> prometheus::Result<()> {
+        if self.metrics.get().is_some() {
+            return Err(prometheus::Error::AlreadyReg);
+        }
+        let metrics = ShardMetrics::new()?;
+        registry.register(Box::new(metrics.reconciles.clone()))?;
+        registry.register(Box::new(metrics.fenced.clone()))?;
+        self.metrics.set(metrics).map_err(|_| prometheus::Error::AlreadyReg)
+    }
+
+    fn count_fenced(&self, kind: &str) {
+        if let Some(m) = self.metrics.get() {
+            m.fenced.with_label_values(&[kind]).inc();
+        }
+    }
+
     pub fn shard_of(&self, namespace: &str) -> u32 {
         self.space.shard_of(namespace)
     }
@@ -196,6 +263,9 @@ impl ShardTable {
         let mut table = self.shards.write();
         let s = table.get_mut(&shard).filter(|s| s.phase == ShardPhase::Active)?;
         s.reconciles += 1;
+        if let Some(m) = self.metrics.get() {
+            m.reconciles.with_label_values(&[shard.to_string().as_str()]).inc();
+        }
         let epoch = s.epoch;
         // Counted under the table's lock, so a REVOKE that saw the shard Active waits for it.
         *self.in_flight.lock().entry(shard).or_default() += 1;
@@ -241,23 +311,70 @@ impl ShardTable {
     /// Checks a write for `namespace` begun under `epoch`: allowed while the shard is Active or
     /// Revoking (in-flight reconciles finish) at that same epoch. A refusal is counted.
     pub fn check_write(&self, namespace: &str, epoch: Epoch) -> Result<(), Fenced> {
+        self.check(namespace, epoch, WriteKind::Object)
+    }
+
+    /// Checks a write of `kind` for `namespace` begun under `epoch`; a refusal is counted under
+    /// its kind.
+    pub fn check(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<(), Fenced> {
+        self.admit(namespace, epoch, kind, false)
+    }
+
+    /// [`ShardTable::check`] for a write sent outside any reconcile (the event recorder's): on
+    /// success the write holds the shard in flight until the guard is dropped, so REVOKE does not
+    /// answer while it is on its way.
+    pub fn hold(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<InFlight, Fenced> {
+        self.admit(namespace, epoch, kind, true)?;
+        Ok(InFlight { table: self.clone(), shard: self.shard_of(namespace) })
+    }
+
+    fn admit(&self, namespace: &str, epoch: Epoch, kind: WriteKind, hold: bool) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
         let lease_valid = self.lease_deadline.read().is_none_or(|d| std::time::Instant::now() < d);
+        let mut table = self.shards.write();
+        // In-flight reconciles finish their writes while Revoking; the event recorder starts none:
+        // its queue may hold many of the shard's events, and REVOKE must not wait for them all.
+        let writable = match kind {
+            WriteKind::Object => &[ShardPhase::Active, ShardPhase::Revoking][..],
+            WriteKind::Event => &[ShardPhase::Active][..],
+        };
         if lease_valid
-            && let Some(s) = self.shards.write().get_mut(&shard)
+            && let Some(s) = table.get_mut(&shard)
             && s.epoch == epoch
-            && s.phase != ShardPhase::Preparing
+            && writable.contains(&s.phase)
         {
             s.writes += 1;
+            if hold {
+                // Counted under the table's lock, as `begin` does, so REVOKE's seal sees it.
+                *self.in_flight.lock().entry(shard).or_default() += 1;
+            }
             return Ok(());
         }
-        self.stale_writes.fetch_add(1, Ordering::Relaxed);
+        drop(table);
+        let (counter, label) = match kind {
+            WriteKind::Object => (&self.stale_writes, "object"),
+            WriteKind::Event => (&self.stale_events, "event"),
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.count_fenced(label);
         Err(Fenced::StaleEpoch { namespace: namespace.to_string(), shard, epoch })
     }
 
-    /// Writes refused because their epoch was stale.
+    /// Counts an event that was not even queued: its shard was not Active here.
+    pub fn count_stale_event(&self) {
+        self.stale_events.fetch_add(1, Ordering::Relaxed);
+        self.count_fenced("event");
+    }
+
+    /// Object writes refused because their epoch was stale.
     pub fn stale_writes(&self) -> u64 {
         self.stale_writes.load(Ordering::Relaxed)
+    }
+
+    /// Events dropped because their shard was no longer held at their epoch (or, REVOKE having
+    /// answered, no longer written for).
+    pub fn stale_events(&self) -> u64 {
+        self.stale_events.load(Ordering::Relaxed)
     }
 
     /// Records the resourceVersion a write for `namespace` got back.
@@ -345,11 +462,28 @@ impl ShardTable {
     }
 
     /// REVOKE, whole: the shard stops taking work, its in-flight reconciles finish, and the
-    /// answer is the resourceVersion of its last write, the hand-over barrier.
+    /// answer is the resourceVersion of its last write, the hand-over barrier. From the answer
+    /// on nothing more is written for the shard (Revoked).
     pub async fn revoke_and_drain(&self, shard: u32) -> Result<u64, ShardError> {
-        self.revoke(shard)?;
-        self.wait_idle(shard).await;
-        Ok(self.status(shard).map_or(0, |s| s.written_rv))
+        let epoch = self.revoke(shard)?;
+        let mut table = loop {
+            self.wait_idle(shard).await;
+            let table = self.shards.write();
+            // Reconciles and held writes start under this lock: none can slip in between this
+            // check and the seal below.
+            if !self.in_flight.lock().contains_key(&shard) {
+                break table;
+            }
+        };
+        let Some(s) = table.get_mut(&shard).filter(|s| s.epoch == epoch) else {
+            // Dropped (or moved on) while draining: nothing of this tenure writes any more.
+            return Ok(0);
+        };
+        s.phase = ShardPhase::Revoked;
+        let written = s.written_rv;
+        drop(table);
+        self.changed();
+        Ok(written)
     }
 
     /// REVOKE's first half: an Active shard stops taking work. Returns its epoch.
@@ -357,10 +491,14 @@ impl ShardTable {
         self.check_range(shard)?;
         let mut table = self.shards.write();
         let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
-        if s.phase == ShardPhase::Preparing {
-            return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
+        match s.phase {
+            ShardPhase::Preparing => {
+                return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
+            }
+            ShardPhase::Active => s.phase = ShardPhase::Revoking,
+            // A repeated REVOKE changes nothing.
+            ShardPhase::Revoking | ShardPhase::Revoked => {}
         }
-        s.phase = ShardPhase::Revoking;
         let epoch = s.epoch;
         drop(table);
         self.changed();
@@ -413,10 +551,12 @@ mod tests {
         assert_eq!(t.revoke(shard), Ok(1));
         assert_eq!(t.acts_in(ns), None);
         assert_eq!(t.check_write(ns, 1), Ok(()));
+        assert!(t.check(ns, 1, WriteKind::Event).is_err(), "no event write starts while revoking");
         t.drop_shard(shard);
         assert!(!t.caches(ns));
         assert!(t.check_write(ns, 1).is_err());
         assert_eq!(t.stale_writes(), 1, "the write after the drop was counted");
+        assert_eq!(t.stale_events(), 1);
     }
 
     #[test]
@@ -500,7 +640,42 @@ mod tests {
         assert_eq!(t.check_write(a, epoch), Ok(()), "and may still write");
         drop(running);
         assert_eq!(revoke.await.unwrap(), Ok(42), "the last write's resourceVersion");
+        assert_eq!(t.status(sa).unwrap().phase, ShardPhase::Revoked);
+        assert!(t.check_write(a, epoch).is_err(), "nothing is written once REVOKE answered");
         drop(other);
+    }
+
+    #[test]
+    fn stale_events_are_counted_apart_from_stale_object_writes() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        assert!(t.check(ns, 1, WriteKind::Event).is_err(), "a preparing shard writes no events");
+        t.activate(shard, 1).unwrap();
+        assert_eq!(t.check(ns, 1, WriteKind::Event), Ok(()));
+        assert!(t.check(ns, 0, WriteKind::Event).is_err(), "an older epoch's event");
+        assert_eq!((t.stale_events(), t.stale_writes()), (2, 0));
+        assert_eq!(t.status(shard).unwrap().writes, 1, "the event written counts as a write");
+    }
+
+    #[tokio::test]
+    async fn revoke_does_not_answer_while_a_held_write_is_on_its_way() {
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        t.prepare(shard, 1).unwrap();
+        t.activate(shard, 1).unwrap();
+        let held = t.hold(ns, 1, WriteKind::Event).unwrap();
+        let revoke = tokio::spawn({
+            let t = t.clone();
+            async move { t.revoke_and_drain(shard).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!revoke.is_finished(), "the event write in flight holds REVOKE");
+        drop(held);
+        assert_eq!(revoke.await.unwrap(), Ok(0));
+        assert!(t.hold(ns, 1, WriteKind::Event).is_err(), "and none starts after it answered");
     }
 
     #[test]
@@ -515,6 +690,36 @@ mod tests {
         assert!(seen.lock().is_empty());
         t.activate(3, 1).unwrap();
         assert_eq!(*seen.lock(), vec![3]);
+    }
+
+    #[test]
+    fn per_shard_load_and_fenced_writes_are_exported_once() {
+        let t = table();
+        let registry = Registry::new();
+        t.register_metrics(&registry).unwrap();
+        assert!(t.register_metrics(&registry).is_err(), "once per table");
+        let (a, b) = ("alpha", "beta");
+        for ns in [a, b] {
+            t.prepare(t.shard_of(ns), 1).unwrap();
+            t.activate(t.shard_of(ns), 1).unwrap();
+        }
+        for _ in 0..3 {
+            drop(t.begin(a));
+        }
+        drop(t.begin(b));
+        assert!(t.check_write(a, 0).is_err());
+        assert!(t.check(a, 0, WriteKind::Event).is_err());
+        let mut text = Vec::new();
+        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &registry.gather(), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        for line in [
+            format!("batchfleet_worker_shard_reconciles_total{{shard=\"{}\"}} 3", t.shard_of(a)),
+            format!("batchfleet_worker_shard_reconciles_total{{shard=\"{}\"}} 1", t.shard_of(b)),
+            "batchfleet_worker_fenced_writes_total{kind=\"object\"} 1".to_string(),
+            "batchfleet_worker_fenced_writes_total{kind=\"event\"} 1".to_string(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
     }
 
     #[test]

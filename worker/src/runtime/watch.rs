@@ -64,8 +64,16 @@ fn percent_encode(s: &str) -> String {
 /// before it lists again; a bound on the wait, not a guess at it.
 const RELIST_AFTER: Duration = Duration::from_millis(50);
 
+/// A watch behind the barrier holding at most this many objects lists again at once: that costs
+/// less than waiting for an event of a quiet kind (a shard's Jobs and CronJobs change rarely once
+/// their owner stopped), which may never come before a bookmark. A larger one (a shard's pods)
+/// is usually behind only by the old owner's last writes, which its own events bring within
+/// moments, so it waits [`RELIST_AFTER`] first.
+const RELIST_AT_ONCE_UP_TO: usize = 100;
+
 /// A running watch; dropping it stops the watch.
 pub struct WatchHandle {
+    kind: String,
     relist: Arc<Notify>,
     seen: tokio::sync::watch::Receiver<Progress>,
     task: tokio::task::JoinHandle<()>,
@@ -78,6 +86,8 @@ pub struct Progress {
     pub lists: u64,
     /// The highest resourceVersion seen (0 before the first list).
     pub seen_rv: u64,
+    /// Objects the watch holds: what a relist would fetch again.
+    pub objects: usize,
 }
 
 impl Drop for WatchHandle {
@@ -103,9 +113,16 @@ impl WatchHandle {
                 }
                 // A listed watch usually passes the barrier by itself within moments (the old
                 // owner's writes are in its shard); one that stays behind lists again.
-                let patience =
-                    if p.lists > 0 && asked_after != Some(p.lists) { Some(RELIST_AFTER) } else { None };
+                let patience = match (p.lists > 0 && asked_after != Some(p.lists), p.objects) {
+                    (false, _) => None,
+                    (true, objects) if objects <= RELIST_AT_ONCE_UP_TO => Some(Duration::ZERO),
+                    (true, _) => Some(RELIST_AFTER),
+                };
                 match patience {
+                    Some(Duration::ZERO) => {
+                        relist.notify_one();
+                        asked_after = Some(p.lists);
+                    }
                     Some(wait) => match tokio::time::timeout(wait, seen.changed()).await {
                         Ok(Ok(())) => {}
                         Ok(Err(_)) => return,
@@ -126,6 +143,11 @@ impl WatchHandle {
 
     pub fn progress(&self) -> Progress {
         *self.seen.borrow()
+    }
+
+    /// The kind watched (`Job`, `Pod`, `CronJob`).
+    pub fn kind(&self) -> &str {
+        &self.kind
     }
 }
 
@@ -155,7 +177,7 @@ where
     let relist = Arc::new(Notify::new());
     let (progress, seen) = tokio::sync::watch::channel(Progress::default());
     let task = tokio::spawn(run(client, scope, handlers, relist.clone(), progress));
-    WatchHandle { relist, seen, task }
+    WatchHandle { kind: K::kind(&()).to_string(), relist, seen, task }
 }
 
 fn rv_of(v: Option<&str>) -> u64 {
@@ -189,11 +211,12 @@ async fn run<K>(
     let kind = K::kind(&()).to_string();
     let request = Request::new(K::url_path(&(), None));
     let mut known: HashMap<ObjectKey, Arc<K>> = HashMap::new();
-    let advance = |rv: u64, listed: bool| {
+    let advance = |rv: u64, listed: bool, objects: usize| {
         progress.send_if_modified(|p| {
             let before = *p;
             p.seen_rv = p.seen_rv.max(rv);
             p.lists += u64::from(listed);
+            p.objects = objects;
             *p != before
         });
         scope.table.record_seen(&scope.shards, Some(&rv.to_string()));
@@ -254,7 +277,7 @@ async fn run<K>(
                 }
             }
         }
-        advance(list_rv, true);
+        advance(list_rv, true, known.len());
         for h in &handlers {
             h.synced();
         }
@@ -287,7 +310,7 @@ async fn run<K>(
                     Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         apply(&mut known, obj);
-                        advance(rv, false);
+                        advance(rv, false, known.len());
                     }
                     Some(Ok(WatchEvent::Deleted(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
@@ -297,11 +320,11 @@ async fn run<K>(
                                 h.deleted(&obj);
                             }
                         }
-                        advance(rv, false);
+                        advance(rv, false, known.len());
                     }
                     Some(Ok(WatchEvent::Bookmark(b))) => {
                         rv = rv.max(rv_of(Some(&b.metadata.resource_version)));
-                        advance(rv, false);
+                        advance(rv, false, known.len());
                     }
                     Some(Ok(WatchEvent::Error(status))) => {
                         if status.code != 410 {

@@ -13,6 +13,7 @@ use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
 use crate::api_errors;
+use crate::clock::Clock;
 use crate::job::cache::ObjectKey;
 use crate::runtime::reconcile::{self, Verdict};
 use crate::runtime::shard::{Epoch, ShardTable};
@@ -25,6 +26,7 @@ pub struct TtlController {
     queue: WorkQueue<ObjectKey>,
     deletion_duration: Histogram,
     shards: ShardTable,
+    clock: Arc<dyn Clock>,
     synced: tokio::sync::watch::Sender<bool>,
 }
 
@@ -34,6 +36,7 @@ impl TtlController {
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
         shards: ShardTable,
+        clock: Arc<dyn Clock>,
     ) -> prometheus::Result<Arc<Self>> {
         let deletion_duration = Histogram::with_opts(
             HistogramOpts::new(
@@ -50,6 +53,7 @@ impl TtlController {
             queue,
             deletion_duration,
             shards,
+            clock,
             synced: tokio::sync::watch::channel(false).0,
         });
         // A shard that becomes Active here: look again at its finished Jobs, and no others.
@@ -88,7 +92,7 @@ impl TtlController {
                 let this = this.clone();
                 async move {
                     match this.process(&key, epoch).await {
-                        Ok(Some(after)) => Verdict::RequeueAfter(after),
+                        Ok(Some(after)) => Verdict::RequeueAfter(this.clock.real(after)),
                         Ok(None) => Verdict::Done,
                         Err(e) => Verdict::Retry(e.to_string()),
                     }
@@ -101,7 +105,7 @@ impl TtlController {
     /// Upstream's `processJob`: returns when to look again, if ever.
     async fn process(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, ProcessError> {
         let Some(cached) = self.jobs.read().get(key).cloned() else { return Ok(None) };
-        let now = jiff::Timestamp::now();
+        let now = self.clock.now();
         match core::decide(&cached, now)? {
             TtlDecision::Nothing => return Ok(None),
             TtlDecision::Requeue { after, finished_in_future } => {
@@ -119,7 +123,7 @@ impl TtlController {
             Err(e) if api_errors::is_not_found(&e) => return Ok(None),
             Err(e) => return Err(ProcessError::Api(e)),
         };
-        let delete = match core::decide(&fresh, jiff::Timestamp::now())? {
+        let delete = match core::decide(&fresh, self.clock.now())? {
             TtlDecision::Nothing => return Ok(None),
             TtlDecision::Requeue { after, .. } => return Ok(Some(after)),
             TtlDecision::DeleteNow(d) => d,
@@ -145,8 +149,7 @@ impl TtlController {
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(ProcessError::Write(e)),
         }
-        self.deletion_duration
-            .observe(core::deletion_duration_seconds(delete.expired_at, jiff::Timestamp::now()));
+        self.deletion_duration.observe(core::deletion_duration_seconds(delete.expired_at, self.clock.now()));
         Ok(None)
     }
 }
