@@ -62,13 +62,13 @@ struct Args {
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:9400")]
     metrics_addr: SocketAddr,
     /// How long a leader's lease lasts without renewal.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     leader_elect_lease_duration: Duration,
     /// How long a leader keeps trying to renew before it steps down (< the lease duration).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     leader_elect_renew_deadline: Duration,
     /// How often candidates try and the leader renews.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     leader_elect_retry_period: Duration,
     /// Average requests per second to the API server (kube-controller-manager's default); 0 for
     /// no limit.
@@ -84,13 +84,13 @@ struct Args {
     #[arg(long, env = "FLEET_SHARDS", default_value_t = 256, value_parser = parse_shard_count)]
     shards: u32,
     /// How long past a worker's lease expiry its shards stay its own before they move.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     worker_lease_margin: Duration,
     /// How often PodGC runs.
-    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     podgc_period: Duration,
     /// How long a node missing from the cache waits before PodGC looks it up.
-    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
     podgc_quarantine: Duration,
 }
 
@@ -98,21 +98,6 @@ struct Args {
 enum StoreKind {
     Kubernetes,
     Etcd,
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (number, unit) =
-        s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
-    let value: f64 =
-        number.parse().map_err(|_| format!("{s:?} is not a duration such as 500ms, 20s or 2m"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{s:?} is not a duration such as 500ms, 20s or 2m")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))
 }
 
 fn parse_shard_count(s: &str) -> Result<u32, String> {

@@ -81,10 +81,10 @@ struct Args {
     #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
     namespace: String,
     /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     lease_duration: std::time::Duration,
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
 }
 
@@ -92,20 +92,6 @@ struct Args {
 enum StoreKind {
     Kubernetes,
     Etcd,
-}
-
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) =
-        s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, "s"), |i| s.split_at(i));
-    let value: f64 =
-        number.parse().map_err(|_| format!("{s:?} is not a duration such as 500ms, 15s or 1m"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("{s:?} is not a duration such as 500ms, 15s or 1m")),
-    };
-    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| format!("{s:?} is out of range"))
 }
 
 /// The host name, as `hostname` prints it.
@@ -262,27 +248,12 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     .await?;
     let lease = match flags.store {
         StoreKind::Kubernetes => {
-            let store = std::sync::Arc::new(KubernetesStore::new(protocol_client.clone(), &flags.namespace));
-            tokio::spawn(lease::keep(
-                store,
-                id,
-                flags.lease_duration,
-                worker.runtime.clone(),
-                renewed_tx,
-                stop.clone(),
-            ))
+            let store = KubernetesStore::new(protocol_client.clone(), &flags.namespace);
+            spawn_lease(store, id, &flags, &worker.runtime, renewed_tx, &stop)
         }
         StoreKind::Etcd => {
-            let store =
-                std::sync::Arc::new(EtcdStore::connect(&flags.etcd_endpoints, &flags.etcd_prefix).await?);
-            tokio::spawn(lease::keep(
-                store,
-                id,
-                flags.lease_duration,
-                worker.runtime.clone(),
-                renewed_tx,
-                stop.clone(),
-            ))
+            let store = EtcdStore::connect(&flags.etcd_endpoints, &flags.etcd_prefix).await?;
+            spawn_lease(store, id, &flags, &worker.runtime, renewed_tx, &stop)
         }
     };
     let config = SessionConfig {
@@ -317,6 +288,18 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), lease).await;
     Ok(code)
+}
+
+fn spawn_lease<S: batchfleet_store::CoordinationStore + 'static>(
+    store: S,
+    id: batchfleet_store::ids::WorkerId,
+    flags: &FleetFlags,
+    runtime: &std::sync::Arc<batchfleet_worker::runtime::protocol::ShardRuntime>,
+    renewed: tokio::sync::watch::Sender<bool>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let store = std::sync::Arc::new(store);
+    tokio::spawn(lease::keep(store, id, flags.lease_duration, runtime.clone(), renewed, stop.clone()))
 }
 
 /// Asks whichever coordinator leads to drain this worker.
