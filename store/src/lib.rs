@@ -7,6 +7,7 @@
 //! every renewal, and [`observer::LivenessObserver`] decides expiry by when *it* last saw that
 //! value change, as client-go's leader election does.
 
+pub mod cli;
 pub mod etcd;
 pub mod ids;
 pub mod kubernetes;

@@ -24,7 +24,8 @@ use batchfleet_coordinator::store::etcd::EtcdStore;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
 use batchfleet_proto::v1::fleet_admin_server::FleetAdminServer;
 use batchfleet_proto::v1::fleet_session_server::FleetSessionServer;
-use clap::{Parser, ValueEnum};
+use batchfleet_store::cli::{StoreArgs, StoreKind};
+use clap::Parser;
 use tokio::sync::watch;
 
 /// Leader-elected coordinator of a batchfleet: leader election on the coordination store and the
@@ -41,23 +42,8 @@ struct Args {
     /// This coordinator's identity in leader election (default: the hostname).
     #[arg(long, env = "FLEET_COORDINATOR_ID")]
     coordinator_id: Option<String>,
-    /// Where leadership, worker leases and the shard map live.
-    #[arg(long, env = "FLEET_STORE", value_enum, default_value = "kubernetes")]
-    store: StoreKind,
-    /// etcd endpoints for `--store etcd`, comma-separated.
-    #[arg(
-        long,
-        env = "FLEET_ETCD_ENDPOINTS",
-        value_delimiter = ',',
-        default_value = "http://127.0.0.1:2379"
-    )]
-    etcd_endpoints: Vec<String>,
-    /// Key prefix for `--store etcd`.
-    #[arg(long, default_value = "/batchfleet/")]
-    etcd_prefix: String,
-    /// Namespace of the fleet's Leases and shard map for `--store kubernetes`.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
-    namespace: String,
+    #[command(flatten)]
+    store: StoreArgs,
     /// Prometheus metrics, /healthz and /readyz.
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:9400")]
     metrics_addr: SocketAddr,
@@ -92,12 +78,6 @@ struct Args {
     /// How long a node missing from the cache waits before PodGC looks it up.
     #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
     podgc_quarantine: Duration,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    Kubernetes,
-    Etcd,
 }
 
 fn parse_shard_count(s: &str) -> Result<u32, String> {
@@ -161,7 +141,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
     tokio::spawn(serve_metrics);
-    tracing::info!(%id, store = ?args.store, metrics = %metrics_bound, "fleet-coordinator starting");
+    tracing::info!(%id, store = ?args.store.store, metrics = %metrics_bound, "fleet-coordinator starting");
 
     let (stop_tx, stop) = watch::channel(false);
     tokio::spawn(async move {
@@ -176,16 +156,16 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         fleet: FleetConfig::default(),
         metrics: Some(FleetMetrics::register(&registry)?),
     };
-    let leadership = match args.store {
+    let leadership = match args.store.store {
         StoreKind::Kubernetes => {
-            let store = Arc::new(KubernetesStore::new(client.clone(), &args.namespace));
+            let store = Arc::new(KubernetesStore::new(client.clone(), &args.store.namespace));
             start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
         }
         StoreKind::Etcd => {
             let store = Arc::new(
-                EtcdStore::connect(&args.etcd_endpoints, &args.etcd_prefix)
-                    .await
-                    .with_context(|| format!("connecting to etcd at {}", args.etcd_endpoints.join(",")))?,
+                EtcdStore::connect(&args.store.etcd_endpoints, &args.store.etcd_prefix).await.with_context(
+                    || format!("connecting to etcd at {}", args.store.etcd_endpoints.join(",")),
+                )?,
             );
             start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
         }

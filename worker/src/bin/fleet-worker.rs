@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use batchfleet_store::cli::{StoreArgs, StoreKind};
 use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::fleet::lease;
 use batchfleet_worker::fleet::session::{self, SessionConfig};
@@ -66,32 +67,14 @@ struct Args {
     #[arg(long, env = "FLEET_COORDINATOR", value_delimiter = ',')]
     coordinator: Vec<String>,
     /// Where the worker renews its liveness lease: the same store as the coordinator's.
-    #[arg(long, env = "FLEET_STORE", value_enum, default_value = "kubernetes")]
-    store: StoreKind,
-    #[arg(
-        long,
-        env = "FLEET_ETCD_ENDPOINTS",
-        value_delimiter = ',',
-        default_value = "http://127.0.0.1:2379"
-    )]
-    etcd_endpoints: Vec<String>,
-    #[arg(long, default_value = "/batchfleet/")]
-    etcd_prefix: String,
-    /// The namespace of the Kubernetes store's Leases (the coordinator's --namespace).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
-    namespace: String,
+    #[command(flatten)]
+    store: StoreArgs,
     /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     lease_duration: std::time::Duration,
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum StoreKind {
-    Kubernetes,
-    Etcd,
 }
 
 /// The host name, as `hostname` prints it.
@@ -169,10 +152,7 @@ fn main() -> ExitCode {
     };
     let fleet = (!args.standalone).then(|| FleetFlags {
         coordinators: args.coordinator.clone(),
-        store: args.store,
-        etcd_endpoints: args.etcd_endpoints.clone(),
-        etcd_prefix: args.etcd_prefix.clone(),
-        namespace: args.namespace.clone(),
+        store: args.store.clone(),
         lease_duration: args.lease_duration,
         drain_timeout: args.drain_timeout,
     });
@@ -204,10 +184,7 @@ async fn run_standalone(opts: WorkerOptions) -> anyhow::Result<ExitCode> {
 
 struct FleetFlags {
     coordinators: Vec<String>,
-    store: StoreKind,
-    etcd_endpoints: Vec<String>,
-    etcd_prefix: String,
-    namespace: String,
+    store: StoreArgs,
     lease_duration: std::time::Duration,
     drain_timeout: std::time::Duration,
 }
@@ -246,13 +223,13 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         &batchfleet_worker::client::user_agent(&worker_id),
     )
     .await?;
-    let lease = match flags.store {
+    let lease = match flags.store.store {
         StoreKind::Kubernetes => {
-            let store = KubernetesStore::new(protocol_client.clone(), &flags.namespace);
+            let store = KubernetesStore::new(protocol_client.clone(), &flags.store.namespace);
             spawn_lease(store, id, &flags, &worker.runtime, renewed_tx, &stop)
         }
         StoreKind::Etcd => {
-            let store = EtcdStore::connect(&flags.etcd_endpoints, &flags.etcd_prefix).await?;
+            let store = EtcdStore::connect(&flags.store.etcd_endpoints, &flags.store.etcd_prefix).await?;
             spawn_lease(store, id, &flags, &worker.runtime, renewed_tx, &stop)
         }
     };
