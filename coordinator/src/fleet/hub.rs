@@ -43,13 +43,12 @@ pub struct SessionHub {
 
 impl SessionHub {
     /// A (re)registration: a new session replaces the worker's old one, whose stream ends.
-    pub fn register(&self, worker: WorkerId, held: Vec<HeldShard>) -> u64 {
+    pub fn register(&self, worker: WorkerId, held: Vec<HeldShard>, loads: &[pb::ShardLoad]) -> u64 {
         let mut inner = self.inner.lock();
         inner.next_id += 1;
         let id = inner.next_id;
-        if let Some(old) =
-            inner.sessions.insert(worker.clone(), Session { id, stream: None, loads: BTreeMap::new() })
-        {
+        let session = Session { id, stream: None, loads: weights(loads) };
+        if let Some(old) = inner.sessions.insert(worker.clone(), session) {
             inner.by_id.remove(&old.id);
         }
         inner.by_id.insert(id, worker.clone());
@@ -78,7 +77,7 @@ impl SessionHub {
         let mut inner = self.inner.lock();
         let Some(worker) = inner.by_id.get(&session).cloned() else { return false };
         let Some(s) = inner.sessions.get_mut(&worker) else { return false };
-        s.loads = loads.iter().map(|l| (l.shard, shard_weight(l.objects, l.reconciles_per_second))).collect();
+        s.loads = weights(loads);
         true
     }
 
@@ -135,4 +134,8 @@ impl SessionHub {
     pub fn clear(&self) {
         *self.inner.lock() = Inner::default();
     }
+}
+
+fn weights(loads: &[pb::ShardLoad]) -> BTreeMap<u32, f64> {
+    loads.iter().map(|l| (l.shard, shard_weight(l.objects, l.reconciles_per_second))).collect()
 }

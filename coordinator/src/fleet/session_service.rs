@@ -66,7 +66,7 @@ impl FleetSession for SessionService {
             })
             .collect();
         let worker = WorkerId(r.worker_id.clone());
-        let session_id = self.shared.hub.register(worker, held);
+        let session_id = self.shared.hub.register(worker, held, &r.loads);
         tracing::info!(worker = %r.worker_id, address = %r.address, session_id, held = r.held.len(), "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             session_id,

@@ -2,4 +2,5 @@
 //! session with the leading coordinator.
 
 pub mod lease;
+pub mod load;
 pub mod session;

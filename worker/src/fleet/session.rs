@@ -3,15 +3,16 @@
 //! DROP on the shard runtime, acknowledging each. When the stream breaks the worker registers
 //! again with whichever coordinator leads; its shards keep running meanwhile.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_session_client::FleetSessionClient;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tonic::transport::Channel;
 
+use super::load::LoadMeter;
 use crate::runtime::protocol::ShardRuntime;
 use crate::runtime::shard::{ShardError, ShardPhase};
 
@@ -25,6 +26,9 @@ pub struct SessionConfig {
     pub heartbeat: Duration,
 }
 
+/// How fast a shard's measured load forgets a burst; placement should follow sustained load.
+const LOAD_HALF_LIFE: Duration = Duration::from_secs(30);
+
 /// Runs sessions until `stop`; `drained` turns true when the coordinator says every shard left.
 pub async fn run(
     config: SessionConfig,
@@ -35,6 +39,7 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut next = 0usize;
+    let meter = Arc::new(Mutex::new(LoadMeter::new(LOAD_HALF_LIFE)));
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
         tokio::select! {
@@ -44,7 +49,7 @@ pub async fn run(
         let url = config.coordinators[next % config.coordinators.len().max(1)].clone();
         next += 1;
         let session = tokio::select! {
-            r = session(&url, &config, &runtime, &client, &drained) => r,
+            r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
             _ = stop.wait_for(|s| *s) => return,
         };
         if let Err(e) = session {
@@ -61,17 +66,20 @@ async fn session(
     url: &str,
     config: &SessionConfig,
     runtime: &Arc<ShardRuntime>,
+    meter: &Arc<Mutex<LoadMeter>>,
     client: &kube::Client,
     drained: &watch::Sender<bool>,
 ) -> anyhow::Result<()> {
     let channel =
         Channel::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)).connect().await?;
     let mut rpc = FleetSessionClient::new(channel);
+    let loads = loads(&meter.lock());
     let registered = rpc
         .register(pb::RegisterRequest {
             worker_id: config.worker_id.clone(),
             address: config.address.clone(),
             held: held(runtime),
+            loads,
         })
         .await?
         .into_inner();
@@ -85,7 +93,8 @@ async fn session(
     }
     tracing::info!(coordinator = %url, session_id, "registered with the leading coordinator");
     let mut commands = rpc.commands(pb::CommandStreamRequest { session_id }).await?.into_inner();
-    let heartbeats = tokio::spawn(heartbeat(rpc.clone(), session_id, runtime.clone(), config.heartbeat));
+    let heartbeats =
+        tokio::spawn(heartbeat(rpc.clone(), session_id, runtime.clone(), meter.clone(), config.heartbeat));
     let _stop_heartbeats = AbortOnDrop(heartbeats);
     while let Some(command) = commands.message().await? {
         let Some(kind) = command.kind else { continue };
@@ -134,30 +143,34 @@ async fn heartbeat(
     mut rpc: FleetSessionClient<Channel>,
     session_id: u64,
     runtime: Arc<ShardRuntime>,
+    meter: Arc<Mutex<LoadMeter>>,
     period: Duration,
 ) {
-    let mut last: BTreeMap<u32, (u64, Instant)> = BTreeMap::new();
     loop {
         tokio::time::sleep(period).await;
-        let now = Instant::now();
         let table = runtime.table();
-        let loads = table
+        let counts: Vec<(u32, u64)> = table
             .held()
             .into_iter()
-            .filter_map(|shard| {
-                let reconciles = table.status(shard)?.reconciles;
-                let rate = last.get(&shard).map_or(0.0, |(before, at)| {
-                    reconciles.saturating_sub(*before) as f64
-                        / now.duration_since(*at).as_secs_f64().max(0.001)
-                });
-                last.insert(shard, (reconciles, now));
-                Some(pb::ShardLoad { shard, objects: 0, reconciles_per_second: rate })
-            })
+            .filter_map(|shard| Some((shard, table.status(shard)?.reconciles)))
             .collect();
+        let loads = {
+            let mut meter = meter.lock();
+            meter.record(counts, Instant::now());
+            loads(&meter)
+        };
         if rpc.heartbeat(pb::HeartbeatRequest { session_id, loads }).await.is_err() {
             return;
         }
     }
+}
+
+fn loads(meter: &LoadMeter) -> Vec<pb::ShardLoad> {
+    meter
+        .rates()
+        .into_iter()
+        .map(|(shard, rate)| pb::ShardLoad { shard, objects: 0, reconciles_per_second: rate })
+        .collect()
 }
 
 fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::Ack {
