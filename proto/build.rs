@@ -5,7 +5,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // SAFETY: build scripts are single-threaded.
         unsafe { std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?) };
     }
-    tonic_prost_build::configure().compile_protos(&["proto/fleet.proto"], &["proto"])?;
+    // The descriptor set feeds gRPC server reflection, so grpcurl needs no .proto files.
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    tonic_prost_build::configure()
+        .file_descriptor_set_path(out_dir.join("batchfleet_descriptor.bin"))
+        .compile_protos(&["proto/fleet.proto"], &["proto"])?;
     println!("cargo:rerun-if-changed=proto/fleet.proto");
     Ok(())
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::store::CoordinationStore;
+use crate::store::{Candidate, CoordinationStore};
 
 /// client-go's defaults for kube-controller-manager: 15 s, 10 s, 2 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +58,8 @@ pub struct LeaderState {
     pub is_leader: bool,
     /// The current holder as last seen (ours when leading).
     pub holder: Option<String>,
+    /// The address the holder advertised, for clients that reached a standby.
+    pub holder_address: Option<String>,
 }
 
 /// A handle on a running election.
@@ -90,15 +92,16 @@ impl Leadership {
     }
 }
 
-/// Runs the election for `identity` until `shutdown` fires; then resigns if leading.
+/// Runs the election for `candidate` until `shutdown` fires; then resigns if leading.
 pub fn start<S: CoordinationStore + 'static>(
     store: Arc<S>,
-    identity: String,
+    candidate: Candidate,
     timing: ElectionTiming,
     mut shutdown: watch::Receiver<bool>,
 ) -> (Leadership, tokio::task::JoinHandle<()>) {
     let (tx, rx) = watch::channel(LeaderState::default());
     let task = tokio::spawn(async move {
+        let identity = candidate.id.clone();
         let mut last_renewed: Option<Instant> = None;
         loop {
             let sent = Instant::now();
@@ -109,7 +112,7 @@ pub fn start<S: CoordinationStore + 'static>(
                 budget = budget.min((t + timing.renew_deadline).saturating_duration_since(sent));
             }
             let attempt = tokio::time::timeout(budget.max(Duration::from_millis(1)), async {
-                store.campaign(&identity, timing.lease_duration).await
+                store.campaign(&candidate, timing.lease_duration).await
             })
             .await;
             match attempt {
@@ -118,14 +121,22 @@ pub fn start<S: CoordinationStore + 'static>(
                     if !tx.borrow().is_leader {
                         tracing::info!(%identity, "became the leader");
                     }
-                    tx.send_replace(LeaderState { is_leader: true, holder: Some(identity.clone()) });
+                    tx.send_replace(LeaderState {
+                        is_leader: true,
+                        holder: outcome.holder,
+                        holder_address: outcome.holder_address,
+                    });
                 }
                 Ok(Ok(outcome)) => {
                     if tx.borrow().is_leader {
                         tracing::warn!(%identity, holder = ?outcome.holder, "lost the leadership");
                     }
                     last_renewed = None;
-                    tx.send_replace(LeaderState { is_leader: false, holder: outcome.holder });
+                    tx.send_replace(LeaderState {
+                        is_leader: false,
+                        holder: outcome.holder,
+                        holder_address: outcome.holder_address,
+                    });
                 }
                 Ok(Err(e)) => tracing::warn!(%identity, error = %e, "campaign failed"),
                 Err(_) => tracing::warn!(%identity, "campaign timed out"),

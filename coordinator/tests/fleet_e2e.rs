@@ -316,3 +316,78 @@ async fn a_paused_worker_loses_its_shards_and_writes_nothing_for_them_when_it_re
     run_jobs(&fleet.client, "resumed").await;
     assert_tenures_never_overlap(&url, &fleet.audit()).await;
 }
+
+/// What a client that reached the standby learns: the leader's address in `x-fleet-leader`.
+async fn leader_hint_from(url: &str) -> Option<String> {
+    let refused = admin(url).await?.status(pb::StatusRequest {}).await.err()?;
+    (refused.code() == tonic::Code::FailedPrecondition)
+        .then(|| refused.metadata().get(batchfleet_proto::LEADER_HINT)?.to_str().ok().map(str::to_string))
+        .flatten()
+}
+
+async fn reflected_services(url: &str) -> Option<Vec<String>> {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
+    let channel = tonic::transport::Endpoint::from_shared(url.to_string()).ok()?.connect().await.ok()?;
+    let mut client = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = client.server_reflection_info(tokio_stream::iter([request])).await.ok()?.into_inner();
+    let ServerReflectionResponse { message_response, .. } = answers.message().await.ok()??;
+    match message_response? {
+        MessageResponse::ListServicesResponse(list) => {
+            Some(list.service.into_iter().map(|s| s.name).collect())
+        }
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_given_only_the_standby_follows_it_to_the_leader_and_both_serve_health_and_reflection() {
+    let fleet = Fleet::start().await;
+    let listens: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+    let urls: Vec<String> = listens.iter().map(|l| format!("http://{l}")).collect();
+    let _leader = spawn_coordinator(&fleet.kubeconfig(), "coordinator-0", &listens[0]);
+    wait_until("coordinator-0 leads", Duration::from_secs(30), || leader(&urls[..1])).await;
+    let _standby = spawn_coordinator(&fleet.kubeconfig(), "coordinator-1", &listens[1]);
+    let hint =
+        wait_until("the standby names the leader", Duration::from_secs(30), || leader_hint_from(&urls[1]))
+            .await;
+    assert_eq!(hint, urls[0], "the standby's hint is the leader's advertised address");
+
+    let binary = worker_binary();
+    let _worker = spawn_worker(&binary, &fleet.kubeconfig(), &urls[1], "w-0");
+    let owners =
+        wait_until("every shard active on w-0", Duration::from_secs(60), || settled_owners(&urls[0])).await;
+    assert!(owners.values().all(|o| o == "w-0"), "{owners:?}");
+
+    for url in &urls {
+        let channel = tonic::transport::Endpoint::from_shared(url.clone())
+            .expect("url")
+            .connect()
+            .await
+            .expect("connect");
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        for service in ["batchfleet.v1.FleetAdmin", "batchfleet.v1.FleetSession"] {
+            let answer = health
+                .check(tonic_health::pb::HealthCheckRequest { service: service.into() })
+                .await
+                .expect("health check")
+                .into_inner();
+            assert_eq!(
+                answer.status(),
+                tonic_health::pb::health_check_response::ServingStatus::Serving,
+                "{service}"
+            );
+        }
+        let services =
+            wait_until("reflection answers", Duration::from_secs(10), || reflected_services(url)).await;
+        for service in ["batchfleet.v1.FleetAdmin", "batchfleet.v1.FleetSession", "grpc.health.v1.Health"] {
+            assert!(services.iter().any(|s| s == service), "{url} reflects {services:?}");
+        }
+    }
+}

@@ -67,7 +67,7 @@ fn start_podgc(f: &Fixture, id: &str, config: PodGcConfig) -> (prometheus::Regis
     let (stop_tx, stop) = watch::channel(false);
     let client = coordinator_client(f, id);
     let store = Arc::new(KubernetesStore::new(client.clone(), "kube-system"));
-    let (leadership, _election) = leader::start(store, id.to_string(), TIMING, stop.clone());
+    let (leadership, _election) = leader::start(store, id.into(), TIMING, stop.clone());
     let registry = prometheus::Registry::new();
     let metrics = PodGcMetrics::register(&registry).expect("metrics");
     tokio::spawn(controller::run(client, config, metrics, leadership, stop));
@@ -227,7 +227,13 @@ async fn orphans_are_marked_failed_then_deleted_after_the_quarantine() {
 async fn nothing_is_deleted_until_this_coordinator_leads() {
     let f = fixture().await;
     let other = KubernetesStore::new(f.client.clone(), "kube-system");
-    assert!(other.campaign("coordinator-other", Duration::from_secs(60)).await.expect("campaign").is_leader);
+    assert!(
+        other
+            .campaign(&"coordinator-other".into(), Duration::from_secs(60))
+            .await
+            .expect("campaign")
+            .is_leader
+    );
     create_pod(&f, "a", "sim-node-0", "Failed").await;
     create_pod(&f, "b", "sim-node-0", "Failed").await;
     let (_registry, _stop) = start_podgc(&f, "coordinator-a", fast_gc(1));

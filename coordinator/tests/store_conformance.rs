@@ -10,7 +10,7 @@ use batchfleet_coordinator::ids::WorkerId;
 use batchfleet_coordinator::store::etcd::EtcdStore;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
 use batchfleet_coordinator::store::observer::{Liveness, LivenessObserver};
-use batchfleet_coordinator::store::{CoordinationStore, ShardMapRecord, ShardRecord, StoreError};
+use batchfleet_coordinator::store::{Candidate, CoordinationStore, ShardMapRecord, ShardRecord, StoreError};
 use batchfleet_sim::{SimCluster, SimConfig};
 
 // ---- backends -------------------------------------------------------------------------------
@@ -108,24 +108,34 @@ async fn one_leader_at_a_time_and_a_lapsed_lease_is_taken_over(
     b: impl CoordinationStore,
 ) {
     let lease = Duration::from_secs(3);
-    let first = a.campaign("coordinator-a", lease).await.expect("a campaigns");
+    let candidate_a = Candidate { id: "coordinator-a".into(), address: "http://10.0.0.1:7400".into() };
+    let candidate_b = Candidate { id: "coordinator-b".into(), address: "http://10.0.0.2:7400".into() };
+    let first = a.campaign(&candidate_a, lease).await.expect("a campaigns");
     assert!(first.is_leader, "the first candidate takes the free lease");
-    let other = b.campaign("coordinator-b", lease).await.expect("b campaigns");
+    let other = b.campaign(&candidate_b, lease).await.expect("b campaigns");
     assert!(!other.is_leader);
     assert_eq!(other.holder.as_deref(), Some("coordinator-a"));
+    assert_eq!(
+        other.holder_address.as_deref(),
+        Some("http://10.0.0.1:7400"),
+        "a standby learns where the leader is"
+    );
 
     // While a renews, b never leads.
     let until = Instant::now() + lease + Duration::from_secs(1);
     while Instant::now() < until {
-        assert!(a.campaign("coordinator-a", lease).await.expect("renew").is_leader);
-        assert!(!b.campaign("coordinator-b", lease).await.expect("b tries").is_leader, "b took a held lease");
+        assert!(a.campaign(&"coordinator-a".into(), lease).await.expect("renew").is_leader);
+        assert!(
+            !b.campaign(&"coordinator-b".into(), lease).await.expect("b tries").is_leader,
+            "b took a held lease"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
     // a stops renewing: b takes over, but not before the lease could have lapsed.
     let stopped = Instant::now();
     let took_over = batchfleet_sim::testing::wait_until("b to take over", lease * 4, || async {
-        b.campaign("coordinator-b", lease).await.expect("b tries").is_leader.then(Instant::now)
+        b.campaign(&candidate_b, lease).await.expect("b tries").is_leader.then(Instant::now)
     })
     .await;
     assert!(
@@ -133,18 +143,23 @@ async fn one_leader_at_a_time_and_a_lapsed_lease_is_taken_over(
         "taken over after {:?}",
         took_over - stopped
     );
-    let back = a.campaign("coordinator-a", lease).await.expect("a tries again");
+    let back = a.campaign(&"coordinator-a".into(), lease).await.expect("a tries again");
     assert!(!back.is_leader, "the old leader does not win back a lease it let lapse");
     assert_eq!(back.holder.as_deref(), Some("coordinator-b"));
+    assert_eq!(
+        back.holder_address.as_deref(),
+        Some("http://10.0.0.2:7400"),
+        "the new holder's address replaced the old"
+    );
 }
 
 async fn a_resigned_leader_is_replaced_at_once(a: impl CoordinationStore, b: impl CoordinationStore) {
     let lease = Duration::from_secs(30);
-    assert!(a.campaign("coordinator-a", lease).await.expect("a").is_leader);
+    assert!(a.campaign(&"coordinator-a".into(), lease).await.expect("a").is_leader);
     b.resign("coordinator-b").await.expect("resigning a lease one does not hold is a no-op");
-    assert!(!b.campaign("coordinator-b", lease).await.expect("b").is_leader);
+    assert!(!b.campaign(&"coordinator-b".into(), lease).await.expect("b").is_leader);
     a.resign("coordinator-a").await.expect("a resigns");
-    let next = b.campaign("coordinator-b", lease).await.expect("b");
+    let next = b.campaign(&"coordinator-b".into(), lease).await.expect("b");
     assert!(next.is_leader, "a resigned lease is free at once: {next:?}");
 }
 

@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CoordinationStore, Leadership, Result, Revision, ShardMapRecord, StoreError, WorkerLease, decode_map,
-    encode_map,
+    Candidate, CoordinationStore, Leadership, Result, Revision, ShardMapRecord, StoreError, WorkerLease,
+    decode_map, encode_map,
 };
 use crate::ids::WorkerId;
 
@@ -83,33 +83,46 @@ impl CoordinationStore for EtcdStore {
         "etcd"
     }
 
-    async fn campaign(&self, candidate: &str, lease_duration: Duration) -> Result<Leadership> {
+    async fn campaign(&self, candidate: &Candidate, lease_duration: Duration) -> Result<Leadership> {
         let held = *self.leader_lease.lock();
         if let Some(lease) = held {
-            if self.keep_alive(lease).await? && self.holder().await?.as_deref() == Some(candidate) {
-                return Ok(Leadership { holder: Some(candidate.into()), is_leader: true });
+            if self.keep_alive(lease).await? && self.holder().await?.as_deref() == Some(candidate.id.as_str())
+            {
+                return Ok(Leadership::ours(candidate));
             }
             *self.leader_lease.lock() = None;
         }
         let mut client = self.client.clone();
         let lease = client.lease_grant(ttl_seconds(lease_duration), None).await.map_err(backend)?.id();
-        let key = self.key("leader");
+        let (key, address_key) = (self.key("leader"), self.key("leader-address"));
+        // The address key shares the leadership key's lease: both go with the holder.
+        let bound = || Some(PutOptions::new().with_lease(lease));
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), candidate, Some(PutOptions::new().with_lease(lease)))])
-            .or_else([TxnOp::get(key, None)]);
+            .and_then([
+                TxnOp::put(key.clone(), candidate.id.as_str(), bound()),
+                TxnOp::put(address_key.clone(), candidate.address.as_str(), bound()),
+            ])
+            .or_else([TxnOp::get(key, None), TxnOp::get(address_key, None)]);
         let response = client.txn(txn).await.map_err(backend)?;
         if response.succeeded() {
             *self.leader_lease.lock() = Some(lease);
-            return Ok(Leadership { holder: Some(candidate.into()), is_leader: true });
+            return Ok(Leadership::ours(candidate));
         }
         // Someone holds it: our lease is not needed. etcd expires the key with its holder's lease.
         let _ = client.lease_revoke(lease).await;
-        let holder = response.op_responses().into_iter().find_map(|r| match r {
-            TxnOpResponse::Get(g) => g.kvs().first().and_then(|kv| kv.value_str().ok()).map(str::to_string),
+        let mut values = response.op_responses().into_iter().map(|r| match r {
+            TxnOpResponse::Get(g) => g
+                .kvs()
+                .first()
+                .and_then(|kv| kv.value_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
             _ => None,
         });
-        Ok(Leadership { holder, is_leader: false })
+        let holder = values.next().flatten();
+        let holder_address = values.next().flatten();
+        Ok(Leadership { holder, holder_address, is_leader: false })
     }
 
     async fn resign(&self, candidate: &str) -> Result<()> {

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::{
-    CoordinationStore, Leadership, Result, Revision, ShardMapRecord, StoreError, WorkerLease, decode_map,
-    encode_map,
+    Candidate, CoordinationStore, Leadership, Result, Revision, ShardMapRecord, StoreError, WorkerLease,
+    decode_map, encode_map,
 };
 use crate::ids::WorkerId;
 
@@ -27,6 +27,8 @@ pub const SHARD_MAP_KEY: &str = "shards.json";
 pub const WORKER_LABEL: &str = "batchfleet.io/worker";
 const WORKER_PREFIX: &str = "batchfleet-worker-";
 const FIELD_MANAGER: &str = "fleet-coordinator";
+/// The leader Lease's annotation naming the holder's advertised address.
+pub const LEADER_ADDRESS_ANNOTATION: &str = "batchfleet.io/leader-address";
 
 pub struct KubernetesStore {
     leases: Api<Lease>,
@@ -80,18 +82,42 @@ fn holder(lease: &Lease) -> Option<String> {
     lease.spec.as_ref().and_then(|s| s.holder_identity.clone()).filter(|h| !h.is_empty())
 }
 
+/// Someone else's leadership as `lease` records it.
+fn theirs(lease: Option<&Lease>) -> Leadership {
+    let holder = lease.and_then(holder);
+    // A resigned lease keeps the annotation of its last holder.
+    let address = lease
+        .filter(|_| holder.is_some())
+        .and_then(|l| l.metadata.annotations.as_ref())
+        .and_then(|a| a.get(LEADER_ADDRESS_ANNOTATION))
+        .filter(|a| !a.is_empty())
+        .cloned();
+    Leadership { holder, holder_address: address, is_leader: false }
+}
+
+/// Records `candidate`'s address on the Lease it is about to hold.
+fn advertise(meta: &mut ObjectMeta, candidate: &Candidate) {
+    let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
+    if candidate.address.is_empty() {
+        annotations.remove(LEADER_ADDRESS_ANNOTATION);
+    } else {
+        annotations.insert(LEADER_ADDRESS_ANNOTATION.into(), candidate.address.clone());
+    }
+}
+
 impl CoordinationStore for KubernetesStore {
     fn kind(&self) -> &'static str {
         "kubernetes"
     }
 
-    async fn campaign(&self, candidate: &str, lease_duration: Duration) -> Result<Leadership> {
+    async fn campaign(&self, candidate: &Candidate, lease_duration: Duration) -> Result<Leadership> {
         let now = Instant::now();
+        let id = candidate.id.as_str();
         let Some(mut lease) = self.leases.get_opt(LEADER_LEASE).await.map_err(backend)? else {
-            let fresh = Lease {
+            let mut fresh = Lease {
                 metadata: ObjectMeta { name: Some(LEADER_LEASE.into()), ..ObjectMeta::default() },
                 spec: Some(LeaseSpec {
-                    holder_identity: Some(candidate.into()),
+                    holder_identity: Some(id.into()),
                     lease_duration_seconds: Some(whole_seconds(lease_duration)),
                     acquire_time: Some(now_micro()),
                     renew_time: Some(now_micro()),
@@ -99,24 +125,25 @@ impl CoordinationStore for KubernetesStore {
                     ..LeaseSpec::default()
                 }),
             };
+            advertise(&mut fresh.metadata, candidate);
             return match self.leases.create(&PostParams::default(), &fresh).await {
-                Ok(_) => Ok(Leadership { holder: Some(candidate.into()), is_leader: true }),
+                Ok(_) => Ok(Leadership::ours(candidate)),
                 // Another candidate created it first.
                 Err(e) if matches!(backend_ref(&e), Some(409)) => {
-                    let current = self.leases.get_opt(LEADER_LEASE).await.map_err(backend)?;
-                    Ok(Leadership { holder: current.as_ref().and_then(holder), is_leader: false })
+                    Ok(theirs(self.leases.get_opt(LEADER_LEASE).await.map_err(backend)?.as_ref()))
                 }
                 Err(e) => Err(backend(e)),
             };
         };
         let current = holder(&lease);
-        let ours = current.as_deref() == Some(candidate);
+        let ours = current.as_deref() == Some(id);
         if !ours && current.is_some() && !self.leader_lapsed(&lease, now) {
-            return Ok(Leadership { holder: current, is_leader: false });
+            return Ok(theirs(Some(&lease)));
         }
+        advertise(&mut lease.metadata, candidate);
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         if !ours {
-            spec.holder_identity = Some(candidate.into());
+            spec.holder_identity = Some(id.into());
             spec.acquire_time = Some(now_micro());
             spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
         }
@@ -124,10 +151,9 @@ impl CoordinationStore for KubernetesStore {
         spec.renew_time = Some(now_micro());
         // The resourceVersion read above is the precondition: two candidates never both win.
         match self.leases.replace(LEADER_LEASE, &PostParams::default(), &lease).await {
-            Ok(_) => Ok(Leadership { holder: Some(candidate.into()), is_leader: true }),
+            Ok(_) => Ok(Leadership::ours(candidate)),
             Err(e) if matches!(backend_ref(&e), Some(409)) => {
-                let current = self.leases.get_opt(LEADER_LEASE).await.map_err(backend)?;
-                Ok(Leadership { holder: current.as_ref().and_then(holder), is_leader: false })
+                Ok(theirs(self.leases.get_opt(LEADER_LEASE).await.map_err(backend)?.as_ref()))
             }
             Err(e) => Err(backend(e)),
         }

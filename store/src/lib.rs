@@ -51,13 +51,41 @@ pub struct ShardRecord {
     pub moving_to: Option<String>,
 }
 
+/// Who campaigns for leadership: its identity and the address it serves workers and operators
+/// on, which a standby hands out so that clients find the leader through any coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Candidate {
+    pub id: String,
+    /// Empty when not advertised.
+    pub address: String,
+}
+
+impl From<&str> for Candidate {
+    fn from(id: &str) -> Self {
+        Self { id: id.to_string(), address: String::new() }
+    }
+}
+
 /// Who leads after a campaign attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Leadership {
     /// The current holder, if anyone holds the lease.
     pub holder: Option<String>,
+    /// The address the holder advertised, if any.
+    pub holder_address: Option<String>,
     /// Whether the caller holds it.
     pub is_leader: bool,
+}
+
+impl Leadership {
+    /// `candidate` leads.
+    pub fn ours(candidate: &Candidate) -> Self {
+        Self {
+            holder: Some(candidate.id.clone()),
+            holder_address: Some(candidate.address.clone()).filter(|a| !a.is_empty()),
+            is_leader: true,
+        }
+    }
 }
 
 /// A worker's liveness record, as stored.
@@ -95,7 +123,7 @@ pub trait CoordinationStore: Send + Sync {
     /// `lease_duration` as this store's observer measures.
     fn campaign(
         &self,
-        candidate: &str,
+        candidate: &Candidate,
         lease_duration: Duration,
     ) -> impl Future<Output = Result<Leadership>> + Send;
 

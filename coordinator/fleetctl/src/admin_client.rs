@@ -7,8 +7,7 @@ use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-/// The metadata key a standby names the leader's admin address in.
-pub const LEADER_HINT: &str = "x-fleet-leader";
+pub use batchfleet_proto::LEADER_HINT;
 
 /// Why a command could not be carried out; every one exits 2.
 #[derive(Debug, thiserror::Error)]

@@ -19,9 +19,9 @@ use batchfleet_coordinator::kube_client;
 use batchfleet_coordinator::leader::{self, ElectionTiming, Leadership};
 use batchfleet_coordinator::metrics_endpoint;
 use batchfleet_coordinator::podgc::controller::{self as podgc, PodGcConfig, PodGcMetrics};
-use batchfleet_coordinator::store::CoordinationStore;
 use batchfleet_coordinator::store::etcd::EtcdStore;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
+use batchfleet_coordinator::store::{Candidate, CoordinationStore};
 use batchfleet_proto::v1::fleet_admin_server::FleetAdminServer;
 use batchfleet_proto::v1::fleet_session_server::FleetSessionServer;
 use batchfleet_store::cli::{StoreArgs, StoreKind};
@@ -42,6 +42,11 @@ struct Args {
     /// This coordinator's identity in leader election (default: the hostname).
     #[arg(long, env = "FLEET_COORDINATOR_ID")]
     coordinator_id: Option<String>,
+    /// The URL workers and fleetctl reach this coordinator at, which a standby hands out as the
+    /// leader's (default: http:// and --listen, or $POD_IP, else the hostname, when --listen binds
+    /// every interface).
+    #[arg(long, env = "FLEET_ADVERTISE_ADDRESS")]
+    advertise_address: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
     /// Prometheus metrics, /healthz and /readyz.
@@ -196,21 +201,32 @@ async fn start_fleet<S: CoordinationStore + 'static>(
     args: &Args,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<(Leadership, tokio::task::JoinHandle<()>)> {
-    let (leadership, election) = leader::start(store.clone(), id.to_string(), timing, stop.clone());
-    let shared =
-        Arc::new(FleetShared::new(id.to_string(), store.kind(), leadership.clone(), config.lease_margin));
-    tokio::spawn(controller::run(store, shared.clone(), config, stop.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding --listen {}", args.listen))?;
-    tracing::info!(listen = %listener.local_addr()?, "serving the fleet's sessions and admin API");
+    let local = listener.local_addr()?;
+    let address = args.advertise_address.clone().unwrap_or_else(|| default_advertise_address(local));
+    tracing::info!(listen = %local, advertise = %address, "serving the fleet's sessions and admin API");
+    let candidate = Candidate { id: id.to_string(), address };
+    let (leadership, election) = leader::start(store.clone(), candidate, timing, stop.clone());
+    let shared =
+        Arc::new(FleetShared::new(id.to_string(), store.kind(), leadership.clone(), config.lease_margin));
+    tokio::spawn(controller::run(store, shared.clone(), config, stop.clone()));
     let mut server_stop = stop.clone();
     // grpc.health.v1 for probes: the process serves; whether it leads is `fleetctl status`'s.
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<FleetSessionServer<SessionService>>().await;
     health_reporter.set_serving::<FleetAdminServer<AdminService>>().await;
+    // Server reflection, so that grpcurl lists and calls the services without .proto files.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(batchfleet_proto::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
     let server = tonic::transport::Server::builder()
         .add_service(health)
+        .add_service(reflection().build_v1()?)
+        .add_service(reflection().build_v1alpha()?)
         .add_service(FleetSessionServer::new(SessionService::new(shared.clone())))
         .add_service(FleetAdminServer::new(AdminService::new(shared)))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async move {
@@ -222,6 +238,14 @@ async fn start_fleet<S: CoordinationStore + 'static>(
         }
     });
     Ok((leadership, election))
+}
+
+fn default_advertise_address(local: SocketAddr) -> String {
+    if !local.ip().is_unspecified() {
+        return format!("http://{local}");
+    }
+    let host = std::env::var("POD_IP").ok().filter(|ip| !ip.is_empty()).or_else(hostname);
+    format!("http://{}:{}", host.unwrap_or_else(|| "localhost".into()), local.port())
 }
 
 fn hostname() -> Option<String> {

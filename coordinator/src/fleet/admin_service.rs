@@ -27,7 +27,7 @@ impl AdminService {
     /// Runs `f` on the fleet state, if this coordinator leads and has loaded it.
     fn with_state<T>(&self, f: impl FnOnce(&mut FleetState) -> Result<T, Status>) -> Result<T, Status> {
         if !self.shared.leadership.is_leader() {
-            return Err(not_leader());
+            return Err(not_leader(&self.shared.leadership));
         }
         let mut guard = self.shared.state.lock();
         let state =

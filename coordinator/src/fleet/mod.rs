@@ -52,7 +52,19 @@ impl FleetShared {
     }
 }
 
-/// The answer a standby gives to calls only the leader serves.
-pub(crate) fn not_leader() -> tonic::Status {
-    tonic::Status::failed_precondition("this coordinator is not the leader")
+/// The answer a standby gives to calls only the leader serves, naming the leader when it knows it.
+pub(crate) fn not_leader(leadership: &Leadership) -> tonic::Status {
+    let state = leadership.state();
+    let leader = state.holder_address.filter(|_| !state.is_leader);
+    let message = match (&state.holder, &leader) {
+        (Some(holder), Some(address)) => {
+            format!("this coordinator is not the leader; {holder} leads at {address}")
+        }
+        _ => "this coordinator is not the leader".to_string(),
+    };
+    let mut status = tonic::Status::failed_precondition(message);
+    if let Some(value) = leader.and_then(|a| a.parse().ok()) {
+        status.metadata_mut().insert(batchfleet_proto::LEADER_HINT, value);
+    }
+    status
 }

@@ -27,7 +27,7 @@ impl SessionService {
 
     fn lead(&self) -> Result<u32, Status> {
         if !self.shared.leadership.is_leader() {
-            return Err(not_leader());
+            return Err(not_leader(&self.shared.leadership));
         }
         // The map is loaded a moment after leadership is won.
         self.shared

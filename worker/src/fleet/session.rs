@@ -39,6 +39,8 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut next = 0usize;
+    // The leader a standby named: tried next, once.
+    let mut following: Option<String> = None;
     let meter = Arc::new(Mutex::new(LoadMeter::new(LOAD_HALF_LIFE)));
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
@@ -46,14 +48,20 @@ pub async fn run(
             _ = lease_renewed.wait_for(|r| *r) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        let url = config.coordinators[next % config.coordinators.len().max(1)].clone();
-        next += 1;
+        let url = match following.take() {
+            Some(leader) => leader,
+            None => {
+                next += 1;
+                config.coordinators[(next - 1) % config.coordinators.len().max(1)].clone()
+            }
+        };
         let session = tokio::select! {
             r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
             _ = stop.wait_for(|s| *s) => return,
         };
         if let Err(e) = session {
-            tracing::debug!(coordinator = %url, error = %e, "session ended");
+            following = leader_hint(&e).filter(|leader| *leader != url);
+            tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(300)) => {}
@@ -111,6 +119,13 @@ async fn session(
         });
     }
     Ok(())
+}
+
+/// The leader's address a standby coordinator answered with.
+fn leader_hint(error: &anyhow::Error) -> Option<String> {
+    let status = error.downcast_ref::<tonic::Status>()?;
+    let hint = status.metadata().get(batchfleet_proto::LEADER_HINT)?.to_str().ok()?;
+    Some(hint.to_string()).filter(|h| !h.is_empty())
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
