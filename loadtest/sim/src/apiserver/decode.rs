@@ -120,14 +120,12 @@ pub fn check_patched(
     validation: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
     let original = (validation == FieldValidation::Strict).then(|| patched.clone());
-    if fill_type(rt, patched) {
-        let before = patched.clone();
-        match fields::prune_unknown(patched, Order::Sorted) {
-            Some(Ok(dropped)) => issues.extend(dropped.unknown.iter().map(|p| fields::unknown_field(p))),
-            // A result that does not decode is left as it was (the sim is lenient there).
-            Some(Err(_)) => *patched = before,
-            None => {}
-        }
+    // A result that does not decode is left as it was (the sim is lenient there): prune_unknown
+    // changes nothing when the typed decode fails.
+    if fill_type(rt, patched)
+        && let Some(Ok(dropped)) = fields::prune_unknown(patched, Order::Sorted)
+    {
+        issues.extend(dropped.unknown.iter().map(|p| fields::unknown_field(p)));
     }
     decide(validation, issues, |issues| {
         let text = patch_text(original.as_ref().unwrap_or(&Value::Null));

@@ -519,12 +519,12 @@ impl ApiServer {
         let name = current.name.to_string();
         // What a write may not change.
         {
-            let old_meta = meta::meta(&old).cloned().unwrap_or_default();
+            let old_meta = meta::meta(&old);
             let m = meta_mut(&mut obj);
             for key in
                 ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"]
             {
-                match old_meta.get(key) {
+                match old_meta.and_then(|o| o.get(key)) {
                     Some(v) => m.insert(key.into(), v.clone()),
                     None => m.remove(key),
                 };

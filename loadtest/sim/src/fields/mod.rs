@@ -9,6 +9,8 @@
 pub mod json_keys;
 pub mod typed;
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 pub use json_keys::KeyEvent;
@@ -60,18 +62,19 @@ pub struct Dropped {
 /// in the result) and null members; and what encoding the Go struct back omits: empty maps and
 /// empty optional lists (`omitempty`: `labels: {}`, `finalizers: []`). `None` when the kind is
 /// not typed here (custom resources); `Err` with the decoder's message when the object does not
-/// decode (a wrong type somewhere). `obj` must carry its `apiVersion` and `kind`.
+/// decode (a wrong type somewhere), and then `obj` is left unchanged. `obj` must carry its
+/// `apiVersion` and `kind`.
 pub fn prune_unknown(obj: &mut Value, order: Order) -> Option<Result<Dropped, String>> {
-    let api_version = obj.get("apiVersion").and_then(Value::as_str)?;
+    let api_version = obj.get("apiVersion").and_then(Value::as_str)?.to_string();
     let kind = obj.get("kind").and_then(Value::as_str)?.to_string();
-    let round_trip = typed::round_trip_for(api_version, &kind)?;
+    let round_trip = typed::round_trip_for(&api_version, &kind)?;
     Some(round_trip(obj).map(|typed| {
         let mut dropped = Dropped::default();
         let mut walker = Walker { order, path: String::new(), segments: Vec::new(), empties: Vec::new() };
         walker.walk(obj, &typed, &mut dropped.unknown);
         // A CRD's schema is free-form JSON (`default: {}` means something); leave it as sent.
         if kind != "CustomResourceDefinition" {
-            drop_omitted_empties(obj, std::mem::take(&mut walker.empties), round_trip);
+            drop_omitted_empties(obj, std::mem::take(&mut walker.empties), (&api_version, &kind), round_trip);
         }
         dropped
     }))
@@ -101,18 +104,86 @@ fn pointer<'a>(v: &'a Value, path: &[Segment]) -> Option<&'a Value> {
 /// A key no Kubernetes type has, to tell a map (which keeps it) from a struct (which drops it).
 const PROBE_KEY: &str = "\u{0}omitempty-probe";
 
+/// Whether an empty value at a place of a kind's schema is omitted, by `(apiVersion/kind,
+/// place)`; a place is a path with list indices left out, since the type there does not depend on
+/// them. What [`drop_omitted_empties`] learns by a round trip is asked once per place.
+static OMITTED_AT: std::sync::LazyLock<parking_lot::RwLock<HashMap<String, bool>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Places remembered at most; beyond it a place is learned again each time (still right).
+const OMITTED_AT_CAPACITY: usize = 16_384;
+
+fn place(kind: (&str, &str), path: &[Segment], array: bool) -> String {
+    let mut out = format!("{}/{}", kind.0, kind.1);
+    for s in path {
+        match s {
+            Segment::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Segment::Index(_) => out.push_str("[]"),
+        }
+    }
+    out.push_str(if array { "=[]" } else { "={}" });
+    out
+}
+
 /// Drops the empty objects and lists (found at `empties`, object members all) that Go's encoder
 /// omits: maps (`omitempty` on every map field of the API) and lists that are optional. One more
 /// round trip tells them apart from empty structs (`emptyDir: {}`, kept) and required lists
 /// (`containers: []`, kept): in a copy, each empty list is removed and each empty object gets a
 /// probe key; a list that does not come back was optional, an object that keeps the probe is a map.
-fn drop_omitted_empties(obj: &mut Value, empties: Vec<Vec<Segment>>, round_trip: typed::RoundTrip) {
+/// The answer depends only on the place in the kind's schema, so it is remembered per place and
+/// the round trip runs only for places not seen before.
+fn drop_omitted_empties(
+    obj: &mut Value,
+    empties: Vec<Vec<Segment>>,
+    kind: (&str, &str),
+    round_trip: typed::RoundTrip,
+) {
     if empties.is_empty() {
         return;
     }
+    let places: Vec<String> = empties
+        .iter()
+        .map(|path| place(kind, path, pointer(obj, path).is_some_and(Value::is_array)))
+        .collect();
+    let mut omitted: Vec<Option<bool>> = {
+        let known = OMITTED_AT.read();
+        places.iter().map(|p| known.get(p).copied()).collect()
+    };
+    if omitted.iter().any(Option::is_none) {
+        learn_omitted(obj, &empties, &mut omitted, round_trip);
+        let mut known = OMITTED_AT.write();
+        for (place, omitted) in places.into_iter().zip(&omitted) {
+            if let Some(omitted) = omitted
+                && known.len() < OMITTED_AT_CAPACITY
+            {
+                known.insert(place, *omitted);
+            }
+        }
+    }
+    // Deepest first, so removing a list does not shift a path still to visit.
+    for (path, omitted) in empties.iter().zip(omitted).rev() {
+        let Some((Segment::Key(last), parent_path)) = path.split_last() else { continue };
+        if omitted == Some(true)
+            && let Some(Value::Object(parent)) = pointer_mut(obj, parent_path)
+        {
+            parent.shift_remove(last);
+        }
+    }
+}
+
+/// Fills the unknown answers of `omitted` by the probe round trip.
+fn learn_omitted(
+    obj: &Value,
+    empties: &[Vec<Segment>],
+    omitted: &mut [Option<bool>],
+    round_trip: typed::RoundTrip,
+) {
     let mut probe = obj.clone();
     // Deepest first, so removing a list does not shift a path still to visit.
-    for path in empties.iter().rev() {
+    for (path, _) in empties.iter().zip(omitted.iter()).rev().filter(|(_, o)| o.is_none()) {
         let (Some((Segment::Key(last), parent)), Some(value)) = (path.split_last(), pointer(obj, path))
         else {
             continue;
@@ -125,16 +196,12 @@ fn drop_omitted_empties(obj: &mut Value, empties: Vec<Vec<Segment>>, round_trip:
         }
     }
     let Ok(typed) = round_trip(&probe) else { return };
-    for path in empties.iter().rev() {
-        let Some((Segment::Key(last), parent_path)) = path.split_last() else { continue };
-        let omitted = match pointer(obj, path) {
+    for (path, answer) in empties.iter().zip(omitted.iter_mut()).filter(|(_, o)| o.is_none()) {
+        *answer = Some(match pointer(obj, path) {
             Some(Value::Array(_)) => pointer(&typed, path).is_none(),
             Some(Value::Object(_)) => pointer(&typed, path).and_then(|v| v.get(PROBE_KEY)).is_some(),
             _ => false,
-        };
-        if omitted && let Some(Value::Object(parent)) = pointer_mut(obj, parent_path) {
-            parent.shift_remove(last);
-        }
+        });
     }
 }
 

@@ -199,3 +199,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// `managed::diff`, which walks only the members that differ, finds exactly what comparing
+    /// every leaf of both objects finds (structured-merge-diff's `Compare`), for random merge
+    /// patches of a live Job and for random objects.
+    #[test]
+    fn managed_fields_diff_equals_comparing_every_leaf(
+        old in prop_oneof![Just(live_job()), arb_json()],
+        patch in arb_json(),
+    ) {
+        let new = apply_merge_patch(&old, &patch);
+        let schema = job_schema();
+        for part in [managed::Part::All, managed::Part::Main, managed::Part::Status] {
+            for (a, b) in [(&old, &new), (&new, &old)] {
+                let expected = managed::compare(
+                    &managed::leaves(a, schema.schema(), part),
+                    &managed::leaves(b, schema.schema(), part),
+                );
+                prop_assert_eq!(managed::diff(a, b, schema.schema(), part), expected, "part {:?}", part);
+            }
+        }
+    }
+
+    /// What a create records, built in one walk, is the FieldsV1 of every leaf.
+    #[test]
+    fn managed_fields_of_a_create_encode_every_leaf(obj in prop_oneof![Just(live_job()), arb_json()], patch in arb_json()) {
+        let obj = apply_merge_patch(&obj, &patch);
+        let schema = job_schema();
+        for part in [managed::Part::All, managed::Part::Main, managed::Part::Status] {
+            let every_leaf = managed::leaves(&obj, schema.schema(), part).into_keys().collect();
+            prop_assert_eq!(
+                managed::encode_leaves(&obj, schema.schema(), part),
+                managed::encode_fields(&every_leaf),
+                "part {:?}", part
+            );
+        }
+    }
+}

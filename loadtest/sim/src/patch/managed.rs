@@ -42,19 +42,29 @@ pub enum Part {
     Status,
 }
 
+/// The value recorded for an associative-list item or set member itself: only its presence counts.
+static PRESENT: Value = Value::Null;
+
+/// Whether the root member `key` belongs to the fields `part` may own.
+fn root_member_counts(key: &str, part: Part) -> bool {
+    if STRIPPED_ROOT.contains(&key) {
+        return false;
+    }
+    match (part, key) {
+        (Part::Main, "status") => false,
+        (Part::Status, "status") => true,
+        (Part::Status, _) => false,
+        _ => true,
+    }
+}
+
 /// The leaf paths of a value (and the paths of associative-list items), with their values.
-pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPath, Value> {
+pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPath, &Value> {
     let mut out = BTreeMap::new();
     let Value::Object(root) = v else { return out };
     for (k, v) in root {
-        if v.is_null() || STRIPPED_ROOT.contains(&k.as_str()) {
+        if v.is_null() || !root_member_counts(k, part) {
             continue;
-        }
-        match (part, k.as_str()) {
-            (Part::Main, "status") => continue,
-            (Part::Status, "status") => {}
-            (Part::Status, _) => continue,
-            _ => {}
         }
         let field = schema.field(k);
         let (sub, ..) = schema.lookup(k);
@@ -77,6 +87,106 @@ pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPat
     out
 }
 
+/// What changed from `old` to `new`: the same answer as comparing their [`leaves`], found by
+/// walking both at once and collecting leaves only under members that differ, so an update that
+/// changes one label does not enumerate (and allocate a path for) every field of the object.
+pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comparison {
+    let mut c = Comparison::default();
+    let (Value::Object(o), Value::Object(n)) = (old, new) else {
+        return compare(&leaves(old, schema, part), &leaves(new, schema, part));
+    };
+    let mut path = Vec::new();
+    for k in union_keys(o, n) {
+        if !root_member_counts(k, part) {
+            continue;
+        }
+        let (ov, nv) = (present(o, k), present(n, k));
+        if ov == nv {
+            continue;
+        }
+        let (sub, ..) = schema.lookup(k);
+        path.push(format!("f:{k}"));
+        match (k, ov, nv) {
+            // metadata's own members are walked whatever they hold (some are never recorded).
+            ("metadata", Some(Value::Object(om)), Some(Value::Object(nm))) => {
+                for mk in union_keys(om, nm) {
+                    let (omv, nmv) = (present(om, mk), present(nm, mk));
+                    if omv == nmv || STRIPPED_METADATA.contains(&mk) {
+                        continue;
+                    }
+                    path.push(format!("f:{mk}"));
+                    diff_at(omv, nmv, sub, sub.field(mk), &mut path, &mut c);
+                    path.pop();
+                }
+            }
+            // A metadata that is not an object on both sides: too rare to walk apart.
+            ("metadata", ..) => return compare(&leaves(old, schema, part), &leaves(new, schema, part)),
+            _ => diff_at(ov, nv, sub, schema.field(k), &mut path, &mut c),
+        }
+        path.pop();
+    }
+    c
+}
+
+/// A member's value unless it is absent or null (which record nothing).
+fn present<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+    m.get(k).filter(|v| !v.is_null())
+}
+
+/// The keys of `a`, then those of `b` that `a` lacks.
+fn union_keys<'a>(a: &'a Map<String, Value>, b: &'a Map<String, Value>) -> impl Iterator<Item = &'a str> {
+    a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).map(String::as_str)
+}
+
+/// Whether [`collect`] records `v`'s members rather than `v` itself.
+fn descends(v: &Value, field: Option<&FieldDef>) -> bool {
+    let atomic_struct = field.is_some_and(|f| f.ssa == Ssa::AtomicStruct);
+    matches!(v, Value::Object(m) if !atomic_struct && m.values().any(|v| !v.is_null()))
+}
+
+fn diff_at(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    schema: Schema,
+    field: Option<&FieldDef>,
+    path: &mut FieldPath,
+    c: &mut Comparison,
+) {
+    if old == new {
+        return;
+    }
+    if let (Some(Value::Object(o)), Some(Value::Object(n))) = (old, new)
+        && descends(old.unwrap_or(&PRESENT), field)
+        && descends(new.unwrap_or(&PRESENT), field)
+    {
+        for k in union_keys(o, n) {
+            let (ov, nv) = (present(o, k), present(n, k));
+            if ov == nv {
+                continue;
+            }
+            path.push(format!("f:{k}"));
+            diff_at(ov, nv, schema.lookup(k).0, schema.field(k), path, c);
+            path.pop();
+        }
+        return;
+    }
+    let mut before = BTreeMap::new();
+    let mut after = BTreeMap::new();
+    if let Some(o) = old {
+        collect(o, schema, field, path, &mut before);
+    }
+    if let Some(n) = new {
+        collect(n, schema, field, path, &mut after);
+    }
+    merge_comparison(c, compare(&before, &after));
+}
+
+fn merge_comparison(into: &mut Comparison, from: Comparison) {
+    into.added.extend(from.added);
+    into.modified.extend(from.modified);
+    into.removed.extend(from.removed);
+}
+
 /// The key of an associative-list item (`protocol` defaults to TCP, as in the SSA schema),
 /// with its keys sorted.
 pub(crate) fn item_key(item: &Value, keys: SsaKeys) -> Map<String, Value> {
@@ -97,16 +207,15 @@ fn list_kind(field: Option<&FieldDef>) -> SsaList {
 }
 
 /// Collects the leaves under `path` of value `v`, whose type is `schema` as field `field`.
-fn collect(
-    v: &Value,
+fn collect<'a>(
+    v: &'a Value,
     schema: Schema,
     field: Option<&FieldDef>,
     path: &mut FieldPath,
-    out: &mut BTreeMap<FieldPath, Value>,
+    out: &mut BTreeMap<FieldPath, &'a Value>,
 ) {
-    let atomic_struct = field.is_some_and(|f| f.ssa == Ssa::AtomicStruct);
     match v {
-        Value::Object(m) if !atomic_struct && m.values().any(|v| !v.is_null()) => {
+        Value::Object(m) if descends(v, field) => {
             for (k, v) in m {
                 if v.is_null() {
                     continue;
@@ -121,7 +230,7 @@ fn collect(
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 for item in items {
                     path.push(format!("k:{}", Value::Object(item_key(item, keys))));
-                    out.insert(path.clone(), Value::Null);
+                    out.insert(path.clone(), &PRESENT);
                     if let Value::Object(m) = item {
                         for (k, v) in m {
                             if v.is_null() {
@@ -139,29 +248,29 @@ fn collect(
             SsaList::Set if !items.is_empty() => {
                 for item in items {
                     path.push(format!("v:{item}"));
-                    out.insert(path.clone(), Value::Null);
+                    out.insert(path.clone(), &PRESENT);
                     path.pop();
                 }
             }
             _ => {
-                out.insert(path.clone(), v.clone());
+                out.insert(path.clone(), v);
             }
         },
         _ => {
-            out.insert(path.clone(), v.clone());
+            out.insert(path.clone(), v);
         }
     }
 }
 
 /// What changed between two objects, as structured-merge-diff's `Compare` reports it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Comparison {
     pub added: BTreeSet<FieldPath>,
     pub modified: BTreeSet<FieldPath>,
     pub removed: BTreeSet<FieldPath>,
 }
 
-pub(crate) fn compare(old: &BTreeMap<FieldPath, Value>, new: &BTreeMap<FieldPath, Value>) -> Comparison {
+pub(crate) fn compare(old: &BTreeMap<FieldPath, &Value>, new: &BTreeMap<FieldPath, &Value>) -> Comparison {
     let mut c = Comparison::default();
     for (p, v) in new {
         match old.get(p) {
@@ -252,44 +361,118 @@ fn decode_fields(v: &Value, path: &mut FieldPath, out: &mut BTreeSet<FieldPath>)
     }
 }
 
-/// FieldsV1 of a set: members as `{}`, or `".": {}` beside children.
-pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
-    #[derive(Default)]
-    struct Node {
-        member: bool,
-        children: BTreeMap<String, Node>,
+/// A FieldsV1 tree: whether the path to it is a member of the set, and the elements below it.
+#[derive(Default)]
+struct FieldNode {
+    member: bool,
+    children: BTreeMap<String, FieldNode>,
+}
+
+impl FieldNode {
+    fn child(&mut self, element: String) -> &mut FieldNode {
+        self.children.entry(element).or_default()
     }
-    let mut root = Node::default();
-    for path in set {
-        let mut node = &mut root;
-        for e in path {
-            node = node.children.entry(e.clone()).or_default();
+
+    /// FieldsV1: members as `{}`, or `".": {}` beside children; `f:` fields, then `k:` items,
+    /// then `v:` members, each sorted.
+    fn render(&self) -> Value {
+        fn order(k: &str) -> u8 {
+            match k.get(..2) {
+                Some("f:") => 0,
+                Some("k:") => 1,
+                Some("v:") => 2,
+                _ => 3,
+            }
         }
-        node.member = true;
-    }
-    fn order(k: &str) -> u8 {
-        match k.get(..2) {
-            Some("f:") => 0,
-            Some("k:") => 1,
-            Some("v:") => 2,
-            _ => 3,
-        }
-    }
-    fn render(node: &Node) -> Value {
         let mut out = Map::new();
-        if node.member && !node.children.is_empty() {
+        if self.member && !self.children.is_empty() {
             out.insert(".".into(), json!({}));
         }
-        let mut keys: Vec<&String> = node.children.keys().collect();
+        let mut keys: Vec<&String> = self.children.keys().collect();
         keys.sort_by(|a, b| (order(a), *a).cmp(&(order(b), *b)));
         for k in keys {
-            if let Some(child) = node.children.get(k) {
-                out.insert(k.clone(), render(child));
+            if let Some(child) = self.children.get(k) {
+                out.insert(k.clone(), child.render());
             }
         }
         Value::Object(out)
     }
-    render(&root)
+}
+
+/// FieldsV1 of a set.
+pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
+    let mut root = FieldNode::default();
+    for path in set {
+        let mut node = &mut root;
+        for e in path {
+            node = node.child(e.clone());
+        }
+        node.member = true;
+    }
+    root.render()
+}
+
+/// The FieldsV1 of every leaf of `v`: `encode_fields` of the keys of [`leaves`], built in one
+/// walk without a path per leaf (what a create records for its manager).
+pub(crate) fn encode_leaves(v: &Value, schema: Schema, part: Part) -> Value {
+    let mut root = FieldNode::default();
+    if let Value::Object(members) = v {
+        for (k, v) in members {
+            if v.is_null() || !root_member_counts(k, part) {
+                continue;
+            }
+            let (sub, ..) = schema.lookup(k);
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    for (mk, mv) in meta {
+                        if mv.is_null() || STRIPPED_METADATA.contains(&mk.as_str()) {
+                            continue;
+                        }
+                        let node = root.child(format!("f:{k}")).child(format!("f:{mk}"));
+                        tree_of(mv, sub, sub.field(mk), node);
+                    }
+                }
+                _ => tree_of(v, sub, schema.field(k), root.child(format!("f:{k}"))),
+            }
+        }
+    }
+    root.render()
+}
+
+/// [`collect`], into a tree: `node` is the place of `v`.
+fn tree_of(v: &Value, schema: Schema, field: Option<&FieldDef>, node: &mut FieldNode) {
+    match v {
+        Value::Object(m) if descends(v, field) => {
+            for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
+                tree_of(v, schema.lookup(k).0, schema.field(k), node.child(format!("f:{k}")));
+            }
+        }
+        Value::Array(items) => match list_kind(field) {
+            SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                for item in items {
+                    let item_node = node.child(format!("k:{}", Value::Object(item_key(item, keys))));
+                    item_node.member = true;
+                    if let Value::Object(m) = item {
+                        for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
+                            tree_of(
+                                v,
+                                schema.lookup(k).0,
+                                schema.field(k),
+                                item_node.child(format!("f:{k}")),
+                            );
+                        }
+                    }
+                }
+            }
+            SsaList::Set if !items.is_empty() => {
+                for item in items {
+                    node.child(format!("v:{item}")).member = true;
+                }
+            }
+            _ => node.member = true,
+        },
+        _ => node.member = true,
+    }
 }
 
 /// A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`.
@@ -331,19 +514,43 @@ pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
     let rendered: Vec<Value> = entries
         .iter()
         .map(|e| {
-            let mut m = Map::new();
-            m.insert("manager".into(), json!(e.manager));
-            m.insert("operation".into(), json!(e.operation));
-            m.insert("apiVersion".into(), json!(e.api_version));
-            m.insert("time".into(), json!(e.time));
-            m.insert("fieldsType".into(), json!("FieldsV1"));
-            m.insert("fieldsV1".into(), encode_fields(&e.fields));
-            if !e.subresource.is_empty() {
-                m.insert("subresource".into(), json!(e.subresource));
-            }
-            Value::Object(m)
+            render_entry(
+                &e.manager,
+                &e.operation,
+                &e.api_version,
+                &e.time,
+                &e.subresource,
+                encode_fields(&e.fields),
+            )
         })
         .collect();
+    set_managed_fields(obj, rendered);
+}
+
+/// One `managedFields` entry as the apiserver writes it.
+fn render_entry(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    time: &str,
+    subresource: &str,
+    fields_v1: Value,
+) -> Value {
+    let mut m = Map::new();
+    m.insert("manager".into(), json!(manager));
+    m.insert("operation".into(), json!(operation));
+    m.insert("apiVersion".into(), json!(api_version));
+    m.insert("time".into(), json!(time));
+    m.insert("fieldsType".into(), json!("FieldsV1"));
+    m.insert("fieldsV1".into(), fields_v1);
+    if !subresource.is_empty() {
+        m.insert("subresource".into(), json!(subresource));
+    }
+    Value::Object(m)
+}
+
+/// Sets `obj.metadata.managedFields` to `rendered`, or removes it when there is none.
+fn set_managed_fields(obj: &mut Value, rendered: Vec<Value>) {
     let Value::Object(root) = obj else { return };
     let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(meta) = meta else { return };
@@ -386,13 +593,13 @@ pub fn track_update(
 ) {
     let mut managers = match old {
         Some(old) => {
-            let previous = entries(old);
             // A write that sends other managedFields than the live ones replaces them.
             let sent = new.pointer("/metadata/managedFields");
             let live = old.pointer("/metadata/managedFields");
             if sent.is_some() && sent != live {
                 return;
             }
+            let previous = entries(old);
             if previous.is_empty() {
                 if let Some(Value::Object(meta)) = new.get_mut("metadata") {
                     meta.shift_remove("managedFields");
@@ -401,13 +608,21 @@ pub fn track_update(
             }
             previous
         }
-        None => Vec::new(),
+        None => {
+            // A create: the manager owns every field the object has.
+            let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
+            let fields = encode_leaves(new, schema, part);
+            let owned = fields.as_object().is_some_and(|f| !f.is_empty());
+            let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
+            set_managed_fields(new, entry.into_iter().collect());
+            return;
+        }
     };
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
-    let empty = BTreeMap::new();
-    let before = old.map(|o| leaves(o, schema, part));
-    let after = leaves(new, schema, part);
-    let c = compare(before.as_ref().unwrap_or(&empty), &after);
+    let c = match old {
+        Some(old) => diff(old, new, schema, part),
+        None => compare(&BTreeMap::new(), &leaves(new, schema, part)),
+    };
     if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
         store_entries(new, managers);
         return;
