@@ -1,7 +1,8 @@
 //! The coordinator's fleet metrics as an operator scrapes them: a real `fleet-coordinator` and two
 //! `fleet-worker`s against the sim cluster. Every move but a new fleet's first placements is a
-//! hand-over with a gap; an operator's move adds one gap that lies within the move's duration and
-//! is counted in the unowned time; once placement settles no shard is without an acting owner.
+//! hand-over with a gap; an operator's move adds one gap that lies within the move's duration,
+//! holds the new owner's own ACTIVATE time and is counted in the unowned time; once placement
+//! settles no shard is without an acting owner.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,7 +149,9 @@ async fn metrics_report_each_hand_over_gap_and_the_unowned_time() {
         let m = metrics(&metrics_addr).await?;
         (m.get("fleet_coordinator_leader") == 1.0
             && m.get("fleet_shards_unowned") == 0.0
-            && m.gaps() == m.done() - f64::from(SHARDS))
+            && m.gaps() == m.done() - f64::from(SHARDS)
+            // Every move ended in an ACTIVATE the new owner timed and reported.
+            && m.get("fleet_shard_activate_seconds_count") == m.done())
         .then_some(m)
     })
     .await;
@@ -179,6 +182,12 @@ async fn metrics_report_each_hand_over_gap_and_the_unowned_time() {
     let gap = delta("fleet_shard_handover_gap_seconds_sum");
     let took = delta("fleet_shard_move_duration_seconds_sum");
     assert!(gap > 0.0 && gap <= took, "gap {gap}s within the move's {took}s");
+    assert_eq!(delta("fleet_shard_activate_seconds_count"), 1.0);
+    let activate = delta("fleet_shard_activate_seconds_sum");
+    assert!(
+        activate > 0.0 && activate <= gap,
+        "the worker's ACTIVATE ({activate}s) lies within the gap ({gap}s)"
+    );
     let unowned = delta("fleet_shard_unowned_seconds_total");
     assert!((unowned - gap).abs() < 0.001, "the only unowned time is the gap: {unowned}s against {gap}s");
     assert_eq!(after.get("fleet_shards_unowned"), 0.0);

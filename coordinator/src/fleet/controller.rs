@@ -99,6 +99,7 @@ async fn lead<S: CoordinationStore>(
                     metrics.moved(result, (result == "done").then_some(took.as_secs_f64()));
                 }
                 metrics.observe_gaps(&state.take_gap_observations());
+                metrics.observe_activate_times(&shared.hub.take_activate_times());
                 metrics.observe(state, &shared.workers.lock());
             }
             (output, state.map.clone())

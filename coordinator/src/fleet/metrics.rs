@@ -16,6 +16,7 @@ pub struct FleetMetrics {
     handover_gap_seconds: Histogram,
     unowned_seconds: Counter,
     unowned_shards: IntGauge,
+    activate_seconds: Histogram,
 }
 
 impl FleetMetrics {
@@ -62,6 +63,14 @@ impl FleetMetrics {
             "fleet_shards_unowned",
             "Shards with no acting owner now: stopped or never owned, and no new owner has answered ACTIVATE.",
         )?;
+        let activate_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "fleet_shard_activate_seconds",
+                "As the new owner measured it: from receiving ACTIVATE to acting (reading the barrier \
+                 when none was given, and its watches passing it); the worker's part of the hand-over gap.",
+            )
+            .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+        )?;
         registry.register(Box::new(shards.clone()))?;
         registry.register(Box::new(workers.clone()))?;
         registry.register(Box::new(moves.clone()))?;
@@ -69,6 +78,7 @@ impl FleetMetrics {
         registry.register(Box::new(handover_gap_seconds.clone()))?;
         registry.register(Box::new(unowned_seconds.clone()))?;
         registry.register(Box::new(unowned_shards.clone()))?;
+        registry.register(Box::new(activate_seconds.clone()))?;
         Ok(Self {
             shards,
             workers,
@@ -77,6 +87,7 @@ impl FleetMetrics {
             handover_gap_seconds,
             unowned_seconds,
             unowned_shards,
+            activate_seconds,
         })
     }
 
@@ -102,6 +113,12 @@ impl FleetMetrics {
             self.handover_gap_seconds.observe(gap.as_secs_f64());
         }
         self.unowned_seconds.inc_by(seen.unowned.as_secs_f64());
+    }
+
+    pub fn observe_activate_times(&self, times: &[std::time::Duration]) {
+        for took in times {
+            self.activate_seconds.observe(took.as_secs_f64());
+        }
     }
 
     /// This coordinator stopped leading: it no longer knows which shards have an owner.
