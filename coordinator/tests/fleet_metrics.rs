@@ -98,6 +98,29 @@ async fn metrics(addr: &str) -> Option<Scrape> {
     Some(Scrape(samples(&scrape(addr).await?)))
 }
 
+/// The first scrape `ready` accepts, within 10 s (the leader steps every 200 ms); a timeout shows
+/// the fleet's series as last scraped.
+async fn metrics_when(addr: &str, what: &str, ready: impl Fn(&Scrape) -> bool) -> Scrape {
+    let deadline = Duration::from_secs(10);
+    let end = tokio::time::Instant::now() + deadline;
+    let mut last = None;
+    loop {
+        if let Some(m) = metrics(addr).await {
+            if ready(&m) {
+                return m;
+            }
+            last = Some(m.0);
+        }
+        let fleet: Option<BTreeMap<&String, &f64>> =
+            last.as_ref().map(|l| l.iter().filter(|(k, _)| k.starts_with("fleet_")).collect());
+        assert!(
+            tokio::time::Instant::now() < end,
+            "timed out after {deadline:?} waiting for {what}; last scraped: {fleet:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn admin(url: &str) -> Option<FleetAdminClient<tonic::transport::Channel>> {
     FleetAdminClient::connect(url.to_string()).await.ok()
 }
@@ -145,14 +168,12 @@ async fn metrics_report_each_hand_over_gap_and_the_unowned_time() {
         wait_until("both workers own shards, none moving", Duration::from_secs(90), || settled(&url)).await;
     // Each first placement of the new fleet's shards is a move but no hand-over (nobody owned the
     // shard); every later move (filling up a worker that registered late) is one.
-    let before = wait_until("the metrics caught up with the placement", Duration::from_secs(10), || async {
-        let m = metrics(&metrics_addr).await?;
-        (m.get("fleet_coordinator_leader") == 1.0
+    let before = metrics_when(&metrics_addr, "the metrics caught up with the placement", |m| {
+        m.get("fleet_coordinator_leader") == 1.0
             && m.get("fleet_shards_unowned") == 0.0
             && m.gaps() == m.done() - f64::from(SHARDS)
             // Every move ended in an ACTIVATE the new owner timed and reported.
-            && m.get("fleet_shard_activate_seconds_count") == m.done())
-        .then_some(m)
+            && m.get("fleet_shard_activate_seconds_count") == m.done()
     })
     .await;
     assert!(
@@ -172,11 +193,8 @@ async fn metrics_report_each_hand_over_gap_and_the_unowned_time() {
         settled(&url).await.filter(|p| p.get(&shard) == Some(&("w-1".to_string(), epoch + 1)))
     })
     .await;
-    let after = wait_until("the metrics saw the move", Duration::from_secs(10), || async {
-        let m = metrics(&metrics_addr).await?;
-        (m.done() == before.done() + 1.0).then_some(m)
-    })
-    .await;
+    let after =
+        metrics_when(&metrics_addr, "the metrics saw the move", |m| m.done() == before.done() + 1.0).await;
     let delta = |series: &str| after.get(series) - before.get(series);
     assert_eq!(delta("fleet_shard_handover_gap_seconds_count"), 1.0);
     let gap = delta("fleet_shard_handover_gap_seconds_sum");
