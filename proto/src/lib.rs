@@ -11,3 +11,50 @@ pub mod v1 {
 /// The gRPC metadata key in which a standby coordinator names the leader's address; workers and
 /// fleetctl follow it.
 pub const LEADER_HINT: &str = "x-fleet-leader";
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+
+    use super::v1::{Ack, ShardAssignment, Step};
+
+    /// `Ack` as it was before `activate_micros` (field 5): what an older worker sends and an
+    /// older coordinator reads.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct AckBefore {
+        #[prost(uint64, tag = "1")]
+        session_id: u64,
+        #[prost(message, optional, tag = "2")]
+        assignment: Option<ShardAssignment>,
+        #[prost(string, tag = "3")]
+        last_write_resource_version: String,
+        #[prost(enumeration = "Step", tag = "4")]
+        step: i32,
+    }
+
+    fn before() -> AckBefore {
+        AckBefore {
+            session_id: 7,
+            assignment: Some(ShardAssignment { shard: 3, epoch: 9 }),
+            last_write_resource_version: "1200".into(),
+            step: Step::Activated.into(),
+        }
+    }
+
+    #[test]
+    fn acks_with_and_without_the_activate_time_are_understood_both_ways() {
+        // An older worker's ACTIVATED: not measured.
+        let old = Ack::decode(before().encode_to_vec().as_slice()).expect("decodes");
+        assert_eq!(old.activate_micros, None);
+        assert_eq!((old.session_id, old.step, old.last_write_resource_version.as_str()), (7, 3, "1200"));
+        // A newer worker's ACTIVATED, read by an older coordinator: the field is skipped.
+        let new = Ack { activate_micros: Some(1_500), ..old.clone() };
+        assert_eq!(AckBefore::decode(new.encode_to_vec().as_slice()).expect("decodes"), before());
+        assert_eq!(
+            Ack::decode(new.encode_to_vec().as_slice()).expect("decodes").activate_micros,
+            Some(1_500)
+        );
+        // Not measured encodes exactly as before.
+        assert_eq!(old.encode_to_vec(), before().encode_to_vec());
+    }
+}

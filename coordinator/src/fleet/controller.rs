@@ -50,6 +50,10 @@ pub async fn run<S: CoordinationStore + 'static>(
         }
         *shared.state.lock() = None;
         shared.hub.clear();
+        if let Some(metrics) = &config.metrics {
+            // A standby must not report the old term's unowned shards: alerts sum over coordinators.
+            metrics.not_leading();
+        }
     }
 }
 
@@ -94,6 +98,8 @@ async fn lead<S: CoordinationStore>(
                 for (result, took) in state.take_finished() {
                     metrics.moved(result, (result == "done").then_some(took.as_secs_f64()));
                 }
+                metrics.observe_gaps(&state.take_gap_observations());
+                metrics.observe_activate_times(&shared.hub.take_activate_times());
                 metrics.observe(state, &shared.workers.lock());
             }
             (output, state.map.clone())

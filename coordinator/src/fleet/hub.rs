@@ -2,6 +2,7 @@
 //! the loads they report, and the registrations and acknowledgements waiting for the next step.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
 
 use batchfleet_proto::v1 as pb;
 use parking_lot::Mutex;
@@ -25,6 +26,7 @@ struct Inner {
     sessions: BTreeMap<WorkerId, Session>,
     registrations: Vec<(WorkerId, Vec<HeldShard>)>,
     acks: Vec<Ack>,
+    activate_times: Vec<Duration>,
 }
 
 /// Registrations and acknowledgements received since the last step.
@@ -84,6 +86,16 @@ impl SessionHub {
     pub fn ack(&self, ack: Ack) {
         self.inner.lock().acks.push(ack);
         self.arrived.notify_one();
+    }
+
+    /// How long a worker took to act on ACTIVATE, as it measured and reported it.
+    pub fn activated_in(&self, took: Duration) {
+        self.inner.lock().activate_times.push(took);
+    }
+
+    /// The ACTIVATE times reported since the last call, for the metrics.
+    pub fn take_activate_times(&self) -> Vec<Duration> {
+        std::mem::take(&mut self.inner.lock().activate_times)
     }
 
     pub fn take_inbox(&self) -> Inbox {

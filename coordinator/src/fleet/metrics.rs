@@ -1,8 +1,9 @@
 //! The fleet's metrics on the coordinator's `/metrics`, as the leader sees the fleet.
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{Counter, Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use super::WorkerSeen;
+use super::owner_gaps::GapObservations;
 use super::state::{FleetState, ShardState, WorkerHealth};
 use crate::ids::{ShardId, WorkerId};
 
@@ -12,6 +13,10 @@ pub struct FleetMetrics {
     workers: IntGaugeVec,
     moves: IntCounterVec,
     move_seconds: Histogram,
+    handover_gap_seconds: Histogram,
+    unowned_seconds: Counter,
+    unowned_shards: IntGauge,
+    activate_seconds: Histogram,
 }
 
 impl FleetMetrics {
@@ -41,11 +46,49 @@ impl FleetMetrics {
             )
             .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
         )?;
+        let handover_gap_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "fleet_shard_handover_gap_seconds",
+                "Per shard that got an acting owner again: from the leader learning its owner stopped \
+                 (REVOKED received, or the owner's lease expired plus the margin) to ACTIVATED received.",
+            )
+            .buckets(vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+        )?;
+        let unowned_seconds = Counter::new(
+            "fleet_shard_unowned_seconds_total",
+            "Seconds summed over shards with no acting owner (from the owner's stop as the leader learnt \
+             it, or the leader's start, to ACTIVATED received).",
+        )?;
+        let unowned_shards = IntGauge::new(
+            "fleet_shards_unowned",
+            "Shards with no acting owner now: stopped or never owned, and no new owner has answered ACTIVATE.",
+        )?;
+        let activate_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "fleet_shard_activate_seconds",
+                "As the new owner measured it: from receiving ACTIVATE to acting (reading the barrier \
+                 when none was given, and its watches passing it); the worker's part of the hand-over gap.",
+            )
+            .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+        )?;
         registry.register(Box::new(shards.clone()))?;
         registry.register(Box::new(workers.clone()))?;
         registry.register(Box::new(moves.clone()))?;
         registry.register(Box::new(move_seconds.clone()))?;
-        Ok(Self { shards, workers, moves, move_seconds })
+        registry.register(Box::new(handover_gap_seconds.clone()))?;
+        registry.register(Box::new(unowned_seconds.clone()))?;
+        registry.register(Box::new(unowned_shards.clone()))?;
+        registry.register(Box::new(activate_seconds.clone()))?;
+        Ok(Self {
+            shards,
+            workers,
+            moves,
+            move_seconds,
+            handover_gap_seconds,
+            unowned_seconds,
+            unowned_shards,
+            activate_seconds,
+        })
     }
 
     pub fn observe(&self, state: &FleetState, workers: &std::collections::BTreeMap<WorkerId, WorkerSeen>) {
@@ -62,6 +105,25 @@ impl FleetMetrics {
             let n = workers.values().filter(|w| w.health == health).count();
             self.workers.with_label_values(&[name]).set(n as i64);
         }
+        self.unowned_shards.set(state.shards_without_acting_owner() as i64);
+    }
+
+    pub fn observe_gaps(&self, seen: &GapObservations) {
+        for gap in &seen.handover_gaps {
+            self.handover_gap_seconds.observe(gap.as_secs_f64());
+        }
+        self.unowned_seconds.inc_by(seen.unowned.as_secs_f64());
+    }
+
+    pub fn observe_activate_times(&self, times: &[std::time::Duration]) {
+        for took in times {
+            self.activate_seconds.observe(took.as_secs_f64());
+        }
+    }
+
+    /// This coordinator stopped leading: it no longer knows which shards have an owner.
+    pub fn not_leading(&self) {
+        self.unowned_shards.set(0);
     }
 
     pub fn moved(&self, result: &str, seconds: Option<f64>) {

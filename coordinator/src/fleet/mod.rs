@@ -5,6 +5,7 @@ pub mod admin_service;
 pub mod controller;
 pub mod hub;
 pub mod metrics;
+pub mod owner_gaps;
 pub mod session_service;
 pub mod state;
 

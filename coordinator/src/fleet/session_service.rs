@@ -120,6 +120,9 @@ impl FleetSession for SessionService {
             Ok(pb::Step::Dropped) => Step::Dropped,
             _ => return Err(Status::invalid_argument("step is required")),
         };
+        if let (Step::Activated, Some(micros)) = (step, r.activate_micros) {
+            self.shared.hub.activated_in(std::time::Duration::from_micros(micros));
+        }
         let last_write = Some(r.last_write_resource_version).filter(|rv| !rv.is_empty());
         self.shared.hub.ack(Ack {
             worker,

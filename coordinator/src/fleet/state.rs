@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use super::owner_gaps::{GapObservations, OwnerGaps};
 use crate::handover::{Action, Barrier, Event, Handover, Phase};
 use crate::ids::{ShardId, WorkerId};
 use crate::placement::{self, Move, PlacementConfig, PlacementInput};
@@ -140,6 +141,8 @@ pub struct FleetState {
     /// When each shard last started moving, so that placement does not move it straight back
     /// (an operator's move, or loads that wobble).
     moved_at: BTreeMap<ShardId, Instant>,
+    /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
+    gaps: OwnerGaps,
 }
 
 /// A shard's state as the admin API reports it.
@@ -169,6 +172,12 @@ impl FleetState {
         for record in map.shards.values_mut() {
             record.moving_to = None;
         }
+        let mut gaps = OwnerGaps::new(now);
+        for shard in 0..map.shard_count {
+            if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
+                gaps.unowned_before(ShardId(shard), now);
+            }
+        }
         Self {
             map,
             config,
@@ -181,6 +190,7 @@ impl FleetState {
             map_dirty: false,
             moved_at: BTreeMap::new(),
             finished: Vec::new(),
+            gaps,
         }
     }
 
@@ -299,8 +309,9 @@ impl FleetState {
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
         let now = input.now.unwrap_or_else(Instant::now);
         let mut out = StepOutput { store: std::mem::take(&mut self.map_dirty), ..StepOutput::default() };
+        self.gaps.count_to(now);
         for (worker, held) in &input.registrations {
-            self.reconcile_registration(worker, held, &mut out);
+            self.reconcile_registration(worker, held, now, &mut out);
         }
         for ack in &input.acks {
             self.on_ack(ack, now, &mut out);
@@ -369,10 +380,10 @@ impl FleetState {
         let epoch = record.epoch + 1;
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
-        self.apply(actions, out);
+        self.apply(actions, now, out);
     }
 
-    fn apply(&mut self, actions: Vec<Action>, out: &mut StepOutput) {
+    fn apply(&mut self, actions: Vec<Action>, now: Instant, out: &mut StepOutput) {
         for action in actions {
             match action {
                 Action::RecordMove { shard, to, epoch } => {
@@ -382,12 +393,16 @@ impl FleetState {
                     out.store = true;
                 }
                 Action::RecordOwner { shard, owner, epoch } => {
+                    // Emitted once the old owner stopped (or there was none): the new one does
+                    // not act before its ACTIVATED.
+                    self.gaps.stopped(shard, now);
                     self.map
                         .shards
                         .insert(shard.0, ShardRecord { owner: Some(owner.0), epoch, moving_to: None });
                     out.store = true;
                 }
                 Action::RecordUnowned { shard, epoch, .. } => {
+                    self.gaps.stopped(shard, now);
                     self.map.shards.insert(shard.0, ShardRecord { owner: None, epoch, moving_to: None });
                     out.store = true;
                 }
@@ -405,7 +420,13 @@ impl FleetState {
         }
     }
 
-    fn reconcile_registration(&mut self, worker: &WorkerId, held: &[HeldShard], out: &mut StepOutput) {
+    fn reconcile_registration(
+        &mut self,
+        worker: &WorkerId,
+        held: &[HeldShard],
+        now: Instant,
+        out: &mut StepOutput,
+    ) {
         self.registered.insert(worker.clone());
         // Shards it goes on holding as this map's owner (or as part of a move in flight).
         let mut kept: BTreeSet<ShardId> = BTreeSet::new();
@@ -428,6 +449,7 @@ impl FleetState {
                 // The previous leader recorded it as owner and told it to act; it had not yet.
                 (true, HeldPhase::Preparing) => {
                     kept.insert(h.shard);
+                    self.gaps.unowned_before(h.shard, now);
                     out.sends.push((
                         worker.clone(),
                         Command::Activate {
@@ -439,6 +461,7 @@ impl FleetState {
                 }
                 // It stopped for a move the previous leader did not finish: nobody acts.
                 (true, HeldPhase::Revoking) => {
+                    self.gaps.stopped(h.shard, now);
                     self.map
                         .shards
                         .insert(h.shard.0, ShardRecord { owner: None, epoch: record.epoch, moving_to: None });
@@ -460,12 +483,25 @@ impl FleetState {
             {
                 record.owner = None;
                 out.store = true;
+                self.gaps.stopped(shard, now);
             }
         }
     }
 
     fn on_ack(&mut self, ack: &Ack, now: Instant, out: &mut StepOutput) {
-        let Some(m) = self.moves.get_mut(&ack.shard) else { return };
+        let Some(m) = self.moves.get_mut(&ack.shard) else {
+            // The ACTIVATE a registration sent outside a move (the previous leader's move, cut
+            // short between RecordOwner and ACTIVATED) is answered.
+            let record = self.map.shards.get(&ack.shard.0);
+            if ack.step == Step::Activated
+                && record.is_some_and(|r| {
+                    r.owner.as_deref() == Some(ack.worker.0.as_str()) && ack.epoch <= r.epoch
+                })
+            {
+                self.gaps.acting(ack.shard, now);
+            }
+            return;
+        };
         let h = &m.handover;
         let event = match ack.step {
             Step::Prepared if h.to == ack.worker => Event::Prepared { epoch: ack.epoch },
@@ -479,7 +515,7 @@ impl FleetState {
         if !actions.is_empty() {
             m.sent_at = now;
         }
-        self.apply(actions, out);
+        self.apply(actions, now, out);
         self.finish(ack.shard, now);
     }
 
@@ -490,6 +526,8 @@ impl FleetState {
             let Some(m) = self.moves.get_mut(&shard) else { continue };
             let mut actions = Vec::new();
             if m.handover.from.as_ref().is_some_and(gone) {
+                // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
+                self.gaps.stopped(shard, now);
                 actions.extend(m.handover.on(Event::OldOwnerExpired));
             }
             if gone(&m.handover.to) {
@@ -498,7 +536,7 @@ impl FleetState {
             if !actions.is_empty() {
                 m.sent_at = now;
             }
-            self.apply(actions, out);
+            self.apply(actions, now, out);
             self.finish(shard, now);
         }
         // Owners that are gone, with no move: nobody acts for their shards until placed again.
@@ -509,6 +547,7 @@ impl FleetState {
             if record.owner.as_ref().is_some_and(|o| gone(&WorkerId(o.clone()))) {
                 record.owner = None;
                 out.store = true;
+                self.gaps.stopped(ShardId(*shard), now);
             }
         }
     }
@@ -527,7 +566,10 @@ impl FleetState {
                 "cancelled"
             }
             Phase::Unowned { .. } => "unowned",
-            _ => "done",
+            _ => {
+                self.gaps.acting(shard, now);
+                "done"
+            }
         };
         self.finished.push((result, now.saturating_duration_since(m.started_at)));
     }
@@ -535,6 +577,17 @@ impl FleetState {
     /// Moves that ended since the last call: how (done, cancelled, unowned) and how long they took.
     pub fn take_finished(&mut self) -> Vec<(&'static str, Duration)> {
         std::mem::take(&mut self.finished)
+    }
+
+    /// The hand-over gaps and unowned time since the last call (`owner_gaps.rs`).
+    pub fn take_gap_observations(&mut self) -> GapObservations {
+        self.gaps.take()
+    }
+
+    /// Shards nobody acts for now: their owner stopped, or they never had one, and no new owner
+    /// has answered ACTIVATE yet.
+    pub fn shards_without_acting_owner(&self) -> usize {
+        self.gaps.count()
     }
 
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
@@ -578,3 +631,7 @@ impl FleetState {
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "state_gap_tests.rs"]
+mod gap_tests;

@@ -1,6 +1,8 @@
 //! The fleet as separate processes beside a sim cluster: one `fleet-coordinator` and N
-//! `fleet-worker`s, each logging to a file of its own, stopped when dropped.
+//! `fleet-worker`s (or one `fleet-worker --standalone`), each logging to a file of its own,
+//! stopped when dropped.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -107,6 +109,38 @@ pub async fn start(
         workers.push((id, child));
     }
     Ok(FleetProcesses { admin_urls, coordinators, workers, log_dir: log_dir.to_path_buf() })
+}
+
+/// One `fleet-worker --standalone` (every shard, no coordinator) on the sim behind `kubeconfig`,
+/// serving `/metrics` on `metrics_addr` and logging to `standalone.log` in `log_dir`.
+pub fn start_standalone(
+    kubeconfig: &Path,
+    metrics_addr: SocketAddr,
+    log_dir: &Path,
+) -> anyhow::Result<Child> {
+    std::fs::create_dir_all(log_dir)?;
+    let worker_bin = sibling_binary("fleet-worker", "batchfleet-worker")?;
+    Command::new(&worker_bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--standalone", "--worker-id", "standalone", "--metrics-addr", &metrics_addr.to_string()])
+        .stdout(Stdio::null())
+        .stderr(log_file(log_dir, "standalone")?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting fleet-worker --standalone")
+}
+
+/// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.
+pub async fn http_ok(addr: SocketAddr, path: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else { return false };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.is_ok() && head.starts_with(b"HTTP/1.1 200")
 }
 
 impl FleetProcesses {

@@ -36,8 +36,9 @@ struct Cli {
 enum Command {
     /// Run the sim cluster alone: a Kubernetes API emulator with scheduler, kubelet and nodes.
     Sim(SimArgs),
-    /// The quickstart: the sim cluster, a coordinator and three workers as processes, and a demo mix of Jobs to watch with kubectl and fleetctl.
-    Up(SimArgs),
+    /// The quickstart: the sim cluster, a coordinator and three workers as processes (or one
+    /// standalone worker), and a demo mix of Jobs to watch with kubectl and fleetctl.
+    Up(UpArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
     BenchSim(bench_sim::BenchArgs),
     /// Benchmark the Job controller: its decision core, and pod lifecycles/s end to end.
@@ -74,6 +75,16 @@ struct SimArgs {
     audit_log: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+struct UpArgs {
+    #[command(flatten)]
+    sim: SimArgs,
+    /// Run one `fleet-worker --standalone` that owns every shard instead of the fleet (no
+    /// coordinator, no fleetctl).
+    #[arg(long)]
+    standalone: bool,
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -99,8 +110,12 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Sim(args) => run_sim(args, false).await,
-            Command::Up(args) => run_sim(args, true).await,
+            Command::Sim(args) => run_sim(args, None).await,
+            Command::Up(args) => {
+                let mode =
+                    if args.standalone { quickstart::Mode::Standalone } else { quickstart::Mode::Fleet };
+                run_sim(args.sim, Some(mode)).await
+            }
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
@@ -119,7 +134,8 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
+/// The sim cluster until Ctrl-C, with the quickstart on it when `quickstart` names its mode.
+async fn run_sim(args: SimArgs, quickstart: Option<quickstart::Mode>) -> anyhow::Result<()> {
     let config = SimConfig {
         listen: args.listen,
         nodes: args.nodes,
@@ -141,8 +157,8 @@ async fn run_sim(args: SimArgs, quickstart: bool) -> anyhow::Result<()> {
     println!();
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes");
-    if quickstart {
-        return quickstart::run(&sim, &kubeconfig).await;
+    if let Some(mode) = quickstart {
+        return quickstart::run(&sim, &kubeconfig, mode).await;
     }
     println!("Press Ctrl-C to stop.");
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;

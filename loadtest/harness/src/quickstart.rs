@@ -1,7 +1,10 @@
 //! `loadtest up`: the sim cluster, the fleet beside it as separate processes (a coordinator and
-//! three workers), and a small mix of Jobs (succeeding, failing and retried, Indexed) to watch
-//! through kubectl and fleetctl, with live progress.
+//! three workers, or with `--standalone` one worker that owns every shard), and a small mix of
+//! Jobs (succeeding, failing and retried, Indexed) to watch through kubectl (and fleetctl), with
+//! live progress.
 
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,6 +13,9 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use tokio::process::Child;
+
+use crate::fleet_processes::{self, FleetLayout, FleetProcesses};
 
 const NAMESPACE: &str = "demo";
 
@@ -93,18 +99,95 @@ fn is_finished(job: &Job) -> bool {
     })
 }
 
-/// Runs the quickstart on a started sim until Ctrl-C.
-pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
-    let config = kube::Config::new(sim.url().parse()?);
-    let log_dir = kubeconfig.parent().unwrap_or(std::path::Path::new(".")).join("fleet-logs");
-    let layout = crate::fleet_processes::FleetLayout::default();
-    let mut fleet = crate::fleet_processes::start(kubeconfig, &layout, &log_dir).await?;
-    println!("fleet: coordinator-0 and workers w-0, w-1, w-2 (logs in {})", log_dir.display());
-    fleet.wait_placed(Duration::from_secs(120)).await?;
-    for w in fleet.workers().await {
-        println!("  {:<6} {} shards", w.name, w.shards);
+/// What runs the controllers beside the sim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A coordinator and three workers, each a process.
+    Fleet,
+    /// One `fleet-worker --standalone` process that owns every shard.
+    Standalone,
+}
+
+/// The controllers' processes, stopped when dropped.
+enum Controllers {
+    Fleet(FleetProcesses),
+    Standalone(Child),
+}
+
+impl Controllers {
+    /// Starts them and waits until they act for every shard, printing what a user can look at.
+    async fn start(mode: Mode, kubeconfig: &Path) -> anyhow::Result<Self> {
+        let log_dir = kubeconfig.parent().unwrap_or(Path::new(".")).join("fleet-logs");
+        match mode {
+            Mode::Fleet => {
+                let fleet = fleet_processes::start(kubeconfig, &FleetLayout::default(), &log_dir).await?;
+                println!("fleet: coordinator-0 and workers w-0, w-1, w-2 (logs in {})", log_dir.display());
+                // Generous: a debug build on a busy machine places 256 shards in about a minute.
+                fleet.wait_placed(Duration::from_secs(240)).await?;
+                for w in fleet.workers().await {
+                    println!("  {:<6} {} shards", w.name, w.shards);
+                }
+                println!(
+                    "  fleetctl --admin {} workers | shards | drain w-0 | …",
+                    fleet.admin_urls.join(",")
+                );
+                Ok(Self::Fleet(fleet))
+            }
+            Mode::Standalone => {
+                let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+                let mut worker = fleet_processes::start_standalone(kubeconfig, metrics, &log_dir)?;
+                // It owns every shard from the start; ready once it serves.
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+                while !fleet_processes::http_ok(metrics, "/readyz").await {
+                    if let Some(status) = worker.try_wait()? {
+                        anyhow::bail!(
+                            "fleet-worker --standalone exited ({status}); see {}/standalone.log",
+                            log_dir.display()
+                        );
+                    }
+                    anyhow::ensure!(
+                        tokio::time::Instant::now() < deadline,
+                        "fleet-worker --standalone did not serve /readyz within 120s; see {}/standalone.log",
+                        log_dir.display()
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                println!(
+                    "standalone worker: every shard, no coordinator; metrics at http://{metrics}/metrics (log in {}/standalone.log)",
+                    log_dir.display()
+                );
+                Ok(Self::Standalone(worker))
+            }
+        }
     }
-    println!("  fleetctl --admin {} workers | shards | drain w-0 | …", fleet.admin_urls.join(","));
+
+    /// Resolves when the process the demo depends on stopped.
+    async fn stopped(&mut self) -> anyhow::Error {
+        match self {
+            Self::Fleet(fleet) => {
+                let status = fleet.coordinators[0].wait().await;
+                anyhow::anyhow!("the coordinator stopped: {status:?}")
+            }
+            Self::Standalone(worker) => {
+                let status = worker.wait().await;
+                anyhow::anyhow!("the standalone worker stopped: {status:?}")
+            }
+        }
+    }
+}
+
+/// Runs the quickstart on a started sim until Ctrl-C.
+pub async fn run(sim: &SimCluster, kubeconfig: &Path, mode: Mode) -> anyhow::Result<()> {
+    let config = kube::Config::new(sim.url().parse()?);
+    // Ctrl-C while they start stops them too (dropping them kills their processes).
+    let mut controllers = tokio::select! {
+        started = Controllers::start(mode, kubeconfig) => started?,
+        r = tokio::signal::ctrl_c() => {
+            r.context("waiting for Ctrl-C")?;
+            println!("stopping");
+            return Ok(());
+        }
+    };
     let client = kube::Client::try_from(config)?;
     let nss: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
@@ -166,7 +249,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &std::path::Path) -> anyhow::Resu
                     }
                 }
             }
-            status = fleet.coordinators[0].wait() => anyhow::bail!("the coordinator stopped: {status:?}"),
+            stopped = controllers.stopped() => return Err(stopped),
             r = tokio::signal::ctrl_c() => {
                 r.context("waiting for Ctrl-C")?;
                 println!("stopping");

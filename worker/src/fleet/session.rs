@@ -194,6 +194,7 @@ fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::
         assignment: Some(assignment),
         last_write_resource_version: if last_write == 0 { String::new() } else { last_write.to_string() },
         step: step.into(),
+        activate_micros: None,
     }
 }
 
@@ -239,6 +240,7 @@ async fn carry_out(
             Some(ack(a, pb::Step::Revoked, last_write))
         }
         Kind::Activate(activate) => {
+            let received = Instant::now();
             let a = activate.assignment?;
             if runtime
                 .table()
@@ -259,7 +261,11 @@ async fn carry_out(
                     .is_some_and(|s| s.epoch == a.epoch && s.phase == ShardPhase::Active)
             };
             match runtime.activate(a.shard, a.epoch, barrier).await {
-                Ok(()) => Some(ack(a, pb::Step::Activated, 0)),
+                // The part of the hand-over gap only the worker sees: the coordinator reports it.
+                Ok(()) => Some(pb::Ack {
+                    activate_micros: Some(u64::try_from(received.elapsed().as_micros()).unwrap_or(u64::MAX)),
+                    ..ack(a, pb::Step::Activated, 0)
+                }),
                 // A repeated ACTIVATE that waited alongside the first one.
                 Err(_) if active_now(runtime) => Some(ack(a, pb::Step::Activated, 0)),
                 Err(e) => {
