@@ -25,8 +25,22 @@ pub async fn keep<S: CoordinationStore>(
 ) {
     let period = ttl / 3;
     let mut last_ok: Option<Instant> = None;
+    // Fences once the lease has lapsed by the worker's own clock. Checked before an attempt as well
+    // as after it: a lease that lapsed while this task could not run (the process was stopped, the
+    // host paused) must not be extended by the next renewal, since the coordinator may already
+    // have given its shards away.
+    let fence_if_lapsed = |last_ok: &mut Option<Instant>, now: Instant| {
+        if let Some(ok) = *last_ok
+            && now.duration_since(ok) >= ttl
+        {
+            fence(&runtime);
+            *last_ok = None;
+            renewed.send_replace(false);
+        }
+    };
     loop {
         let sent = Instant::now();
+        fence_if_lapsed(&mut last_ok, sent);
         // An attempt never outlives the lease it would extend.
         let budget = last_ok
             .map_or(ttl, |ok| ttl.saturating_sub(sent.duration_since(ok)))
@@ -40,13 +54,7 @@ pub async fn keep<S: CoordinationStore>(
             Ok(Err(e)) => tracing::warn!(error = %e, "renewing the worker lease failed"),
             Err(_) => tracing::warn!("renewing the worker lease timed out"),
         }
-        if let Some(ok) = last_ok
-            && Instant::now().duration_since(ok) >= ttl
-        {
-            fence(&runtime);
-            last_ok = None;
-            renewed.send_replace(false);
-        }
+        fence_if_lapsed(&mut last_ok, Instant::now());
         let stopping = async {
             let _ = stop.wait_for(|s| *s).await;
         };

@@ -55,8 +55,12 @@ pub async fn run(
                 config.coordinators[(next - 1) % config.coordinators.len().max(1)].clone()
             }
         };
+        // A lapsed lease fenced every shard: the session ends and the worker registers again once
+        // the lease is renewed, reporting that it holds nothing, so the coordinator places those
+        // shards again even if it never saw the lease expire.
         let session = tokio::select! {
             r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
+            _ = lease_renewed.wait_for(|r| !*r) => Err(anyhow::anyhow!("the worker lease lapsed")),
             _ = stop.wait_for(|s| *s) => return,
         };
         if let Err(e) = session {
