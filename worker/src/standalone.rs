@@ -155,9 +155,37 @@ impl Worker {
 
 /// Starts the controllers for every shard.
 pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
-    let user_agent = client::user_agent(&opts.worker_id);
-    let client = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
-    start_with_client(client, opts).await
+    let clients = Clients::build(&opts).await?;
+    let shards = ShardTable::all_active(ShardSpace::new(opts.shards)?);
+    start_on_shards_with(clients, opts, shards, None).await
+}
+
+/// The worker's two API clients, each with the limits of `--kube-api-qps`, `--kube-api-burst`
+/// and `--kube-api-max-in-flight`, as kube-controller-manager gives its controllers and its
+/// shared informers clients (and rate limiters) of their own: a shard's LISTs and watches never
+/// wait behind the controllers' writes, so a hand-over's warm-up does not queue behind a
+/// saturated write budget.
+#[derive(Clone)]
+pub struct Clients {
+    /// The controllers' reads and writes, and their events.
+    pub controllers: kube::Client,
+    /// The shard watches: their LISTs and WATCHes.
+    pub informers: kube::Client,
+}
+
+impl Clients {
+    /// Both clients from the worker's kubeconfig and limits.
+    pub async fn build(opts: &WorkerOptions) -> Result<Self, StartError> {
+        let user_agent = client::user_agent(&opts.worker_id);
+        let controllers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
+        let informers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
+        Ok(Self { controllers, informers })
+    }
+
+    /// One client for both (tests, with the sim cluster).
+    pub fn shared(client: kube::Client) -> Self {
+        Self { controllers: client.clone(), informers: client }
+    }
 }
 
 /// Starts the controllers with a given client (tests use this with the sim cluster).
@@ -175,12 +203,23 @@ pub async fn start_on_shards(
     shards: ShardTable,
     filtering: Option<ShardFiltering>,
 ) -> Result<Worker, StartError> {
+    start_on_shards_with(Clients::shared(client), opts, shards, filtering).await
+}
+
+/// [`start_on_shards`] with the controllers' and the watches' clients apart.
+pub async fn start_on_shards_with(
+    clients: Clients,
+    opts: WorkerOptions,
+    shards: ShardTable,
+    filtering: Option<ShardFiltering>,
+) -> Result<Worker, StartError> {
+    let Clients { controllers: client, informers } = clients;
     if shards.space().count() != opts.shards {
         return Err(StartError::Shards(crate::shards::BadShardCount(shards.space().count())));
     }
     let filtering = match filtering {
         Some(f) => f,
-        None => watch::probe(&client, &shards).await,
+        None => watch::probe(&informers, &shards).await,
     };
     let registry = Registry::new();
     shards.register_metrics(&registry)?;
@@ -247,7 +286,7 @@ pub async fn start_on_shards(
         handlers.jobs.push(ttl.clone());
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     }
-    let runtime = Arc::new(ShardRuntime::start(client, shards, filtering, handlers));
+    let runtime = Arc::new(ShardRuntime::start(informers, shards, filtering, handlers));
     tracing::info!(
         %metrics_addr,
         managed_by = %opts.job_managed_by,

@@ -194,17 +194,12 @@ struct FleetFlags {
 async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<ExitCode> {
     use batchfleet_store::etcd::EtcdStore;
     use batchfleet_store::kubernetes::KubernetesStore;
-    let client = batchfleet_worker::client::build(
-        opts.kubeconfig.as_deref(),
-        opts.client_limits,
-        &batchfleet_worker::client::user_agent(&opts.worker_id),
-    )
-    .await?;
+    let clients = standalone::Clients::build(&opts).await?;
     let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
-    let mut worker = standalone::start_on_shards(
-        client.clone(),
+    let mut worker = standalone::start_on_shards_with(
+        clients,
         opts,
         batchfleet_worker::runtime::shard::ShardTable::new(space),
         None,
