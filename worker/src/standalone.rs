@@ -160,11 +160,14 @@ pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
     start_on_shards_with(clients, opts, shards, None).await
 }
 
-/// The worker's two API clients, each with the limits of `--kube-api-qps`, `--kube-api-burst`
-/// and `--kube-api-max-in-flight`, as kube-controller-manager gives its controllers and its
-/// shared informers clients (and rate limiters) of their own: a shard's LISTs and watches never
-/// wait behind the controllers' writes, so a hand-over's warm-up does not queue behind a
-/// saturated write budget.
+/// The worker's two API clients, as kube-controller-manager gives its controllers and its shared
+/// informers clients (and rate limiters) of their own: a shard's LISTs and watches never wait
+/// behind the controllers' writes, so a hand-over's warm-up does not queue behind a saturated
+/// write budget. The controllers' client has `--kube-api-qps` and `--kube-api-burst`; the
+/// watches' client only `--kube-api-max-in-flight`: its requests are three LISTs and three WATCHes
+/// per shard gained (and a re-list when a watch expires), bounded by the shards a worker takes on,
+/// not by its workload, and a token bucket sized for one watch per kind (upstream's informers)
+/// would hold a worker taking over a dead worker's 20 shards for seconds.
 #[derive(Clone)]
 pub struct Clients {
     /// The controllers' reads and writes, and their events.
@@ -178,7 +181,8 @@ impl Clients {
     pub async fn build(opts: &WorkerOptions) -> Result<Self, StartError> {
         let user_agent = client::user_agent(&opts.worker_id);
         let controllers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
-        let informers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
+        let watch_limits = ClientLimits { qps: 0.0, burst: 1, ..opts.client_limits };
+        let informers = client::build(opts.kubeconfig.as_deref(), watch_limits, &user_agent).await?;
         Ok(Self { controllers, informers })
     }
 
