@@ -75,6 +75,22 @@ struct Args {
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
+    /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
+    /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
+    /// CronJob's minute passes in six seconds. Processes given the same value read the same
+    /// time, so a fleet of workers shares one fast clock.
+    #[arg(long, hide = true, value_parser = parse_test_clock)]
+    test_clock: Option<(f64, jiff::Timestamp)>,
+}
+
+fn parse_test_clock(value: &str) -> Result<(f64, jiff::Timestamp), String> {
+    let (speed, anchor) = value.split_once('@').ok_or("expected SPEED@ANCHOR")?;
+    let speed: f64 = speed.parse().map_err(|e| format!("speed {speed:?}: {e}"))?;
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(format!("speed {speed} must be above 0"));
+    }
+    let anchor = anchor.parse().map_err(|e| format!("anchor {anchor:?}: {e}"))?;
+    Ok((speed, anchor))
 }
 
 /// The host name, as `hostname` prints it.
@@ -142,6 +158,13 @@ fn main() -> ExitCode {
         controllers,
         shards: args.shards,
         ..WorkerOptions::default()
+    };
+    let opts = match args.test_clock {
+        Some((speed, anchor)) => WorkerOptions {
+            clock: std::sync::Arc::new(batchfleet_worker::clock::ScaledClock::anchored(anchor, speed)),
+            ..opts
+        },
+        None => opts,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
