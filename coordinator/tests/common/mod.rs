@@ -1,7 +1,9 @@
-//! Helpers shared by the coordinator's integration tests: a real etcd process on free ports.
+//! Helpers shared by the coordinator's integration tests: a real etcd process on free ports, and
+//! the workload the fleet tests run and check from the outside (the audit log, the objects).
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod workload;
 
 /// A port nobody listens on now.
 pub fn free_port() -> u16 {
