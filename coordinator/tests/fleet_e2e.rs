@@ -418,6 +418,24 @@ async fn a_worker_given_only_the_standby_follows_it_to_the_leader_and_both_serve
     let owners =
         wait_until("every shard active on w-0", Duration::from_secs(60), || settled_owners(&urls[0])).await;
     assert!(owners.values().all(|o| o == "w-0"), "{owners:?}");
+    // Commands naming a worker, sent to the standby (which knows no worker), name the leader too.
+    let mut standby = admin(&urls[1]).await.expect("the standby's admin API");
+    let refusals = [
+        standby.r#move(pb::ShardToWorkerRequest { shard: 0, worker: "w-0".into() }).await.err(),
+        standby.drain(pb::WorkerRequest { worker: "w-0".into() }).await.err(),
+    ];
+    for refused in refusals {
+        let refused = refused.expect("the standby refuses");
+        let hint = refused.metadata().get(batchfleet_proto::LEADER_HINT).and_then(|v| v.to_str().ok());
+        assert_eq!(
+            (refused.code(), hint),
+            (tonic::Code::FailedPrecondition, Some(urls[0].as_str())),
+            "{refused:?}"
+        );
+    }
+    let (status, out) =
+        fleetctl(&urls.iter().rev().cloned().collect::<Vec<_>>().join(","), &["move", "0", "w-0"]).await;
+    assert!(status.success(), "fleetctl move through the standby: {status}: {out}");
 
     for url in &urls {
         let channel = tonic::transport::Endpoint::from_shared(url.clone())
@@ -519,16 +537,16 @@ fn owners(placement: &BTreeMap<u32, (String, u64)>) -> BTreeMap<&str, usize> {
     out
 }
 
-/// `fleetctl ARGS` against `admin`, the real binary; its exit status and standard output.
+/// `fleetctl ARGS` against `admin`, the real binary; its exit status and what it printed.
 async fn fleetctl(admin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
     let out = Command::new(sibling_binary("batchfleet-fleetctl", "fleetctl"))
         .args(["--admin", admin])
         .args(args)
-        .stderr(Stdio::inherit())
         .output()
         .await
         .expect("fleetctl runs");
-    (out.status, String::from_utf8_lossy(&out.stdout).into_owned())
+    let printed = [out.stdout, out.stderr].concat();
+    (out.status, String::from_utf8_lossy(&printed).into_owned())
 }
 
 /// Three workers; a fourth joins, one leaves with SIGTERM, and an operator moves a shard with
