@@ -234,7 +234,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     )
     .await?;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    let (renewed_tx, renewed) = tokio::sync::watch::channel(false);
+    let (renewed_tx, renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
     let (drained_tx, mut drained) = tokio::sync::watch::channel(false);
     let id = batchfleet_store::ids::WorkerId(worker_id.clone());
     // The protocol (lease renewals, ACTIVATE's barrier read) has a client of its own, as
@@ -295,7 +295,7 @@ fn spawn_lease<S: batchfleet_store::CoordinationStore + 'static>(
     id: batchfleet_store::ids::WorkerId,
     flags: &FleetFlags,
     runtime: &std::sync::Arc<batchfleet_worker::runtime::protocol::ShardRuntime>,
-    renewed: tokio::sync::watch::Sender<bool>,
+    renewed: tokio::sync::watch::Sender<lease::LeaseState>,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let store = std::sync::Arc::new(store);

@@ -34,7 +34,7 @@ pub async fn run(
     config: SessionConfig,
     runtime: Arc<ShardRuntime>,
     client: kube::Client,
-    mut lease_renewed: watch::Receiver<bool>,
+    mut lease: watch::Receiver<super::lease::LeaseState>,
     drained: watch::Sender<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -45,9 +45,10 @@ pub async fn run(
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
         tokio::select! {
-            _ = lease_renewed.wait_for(|r| *r) => {}
+            _ = lease.wait_for(|l| l.renewed) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        let lapses = lease.borrow().lapses;
         let url = match following.take() {
             Some(leader) => leader,
             None => {
@@ -57,6 +58,10 @@ pub async fn run(
         };
         let session = tokio::select! {
             r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
+            // The lease lapsed and every shard was dropped: register again, reporting none, or
+            // the coordinator would go on counting them as this worker's (a lapse it did not see
+            // expire, within its margin) and nobody would act for them.
+            _ = lease.wait_for(|l| l.lapses != lapses) => Err(anyhow::anyhow!("the worker lease lapsed")),
             _ = stop.wait_for(|s| *s) => return,
         };
         if let Err(e) = session {
