@@ -48,19 +48,51 @@ const HANDED_OVER_WITHIN: Duration = SLACK;
 /// shards are handed over to it.
 const JOINED_WITHIN: Duration = SLACK.saturating_add(HANDED_OVER_WITHIN);
 
-/// A binary of another package of the workspace, next to the coordinator's; built here when a
-/// `-p` run did not build it.
+/// A binary of another package of the workspace, next to the coordinator's. `cargo nextest run
+/// -p batchfleet-coordinator` builds only this package's binaries, so another one is built here
+/// when it is missing or older than a source file of the workspace: a stale one would test old
+/// code. (A fresh one is left alone: building one package alone unifies features differently
+/// from a workspace build and would compile its dependencies again.)
 fn sibling_binary(package: &str, name: &str) -> PathBuf {
+    static CHECKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let path = Path::new(env!("CARGO_BIN_EXE_fleet-coordinator")).with_file_name(name);
-    if !path.exists() {
+    let mut checked = CHECKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if checked.iter().any(|c| c == name) {
+        return path;
+    }
+    let built = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if built.is_none_or(|built| newest_source(&root).is_some_and(|newest| newest > built)) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "-p", package, "--bin", name])
+            .args(["build", "--quiet", "-p", package, "--bin", name])
             .status()
             .expect("cargo build runs");
         assert!(status.success(), "building {name}");
     }
+    checked.push(name.to_string());
     path
+}
+
+/// When a source file of the workspace (Rust, proto, a manifest) last changed.
+fn newest_source(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        let found = if path.is_dir() {
+            newest_source(&path)
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "proto" || e == "toml") {
+            entry.metadata().and_then(|m| m.modified()).ok()
+        } else {
+            None
+        };
+        newest = newest.max(found);
+    }
+    newest
 }
 
 fn worker_binary() -> PathBuf {
@@ -346,29 +378,76 @@ async fn a_coordinator_fail_over_moves_no_shard() {
     assert_tenures_never_overlap(&urls[standby], &fleet.audit(), &team_namespaces()).await;
 }
 
+/// Three workers; w-1 is paused (SIGSTOP) past its lease while Jobs and an every-minute CronJob
+/// (on a clock six times faster: its shards wait ~7 s, under one scheduled minute) run. Its
+/// shards act again on the others within lease + margin + slack. Resumed (SIGCONT), it has
+/// stopped them by its own clock: from the audit log, it writes nothing for a shard it is not
+/// given again, and it is given shards anew by the hand-over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_worker_loses_its_shards_and_writes_nothing_for_them_when_it_resumes() {
-    let fleet = Fleet::start().await;
+    let probed = Probed::start().await;
+    let kubeconfig = probed.fleet.kubeconfig();
     let listen = format!("127.0.0.1:{}", free_port());
     let url = format!("http://{listen}");
-    let _coordinator = spawn_coordinator(&fleet.kubeconfig(), "coordinator-0", &listen, &[]);
+    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen, &[]);
+    let clock = CronClock::starting_now(6.0);
+    let flags = workload_flags(&clock);
     let binary = worker_binary();
-    let _w0 = spawn_worker(&binary, &fleet.kubeconfig(), &url, "w-0", &[]);
-    let w1 = spawn_worker(&binary, &fleet.kubeconfig(), &url, "w-1", &[]);
-    let owners =
-        wait_until("every shard active on a worker", Duration::from_secs(60), || settled_owners(&url)).await;
-    assert!(owners.values().any(|o| o == "w-1"), "{owners:?}");
-    signal(&w1, "-STOP");
-    // Jobs created while w-1 is paused: its namespaces wait for the lease (5 s + 1 s margin).
-    wait_until("every shard on w-0", Duration::from_secs(60), || async {
-        settled_owners(&url).await.filter(|o| o.values().all(|o| o == "w-0"))
+    let workers: Vec<Child> =
+        (0..3).map(|i| spawn_worker(&binary, &kubeconfig, &url, &format!("w-{i}"), &flags)).collect();
+    let placed = probed.settled_within(&url, "start", Instant::now(), Duration::from_secs(60)).await;
+    let victim = "w-1";
+    assert!(owners(&placed).contains_key(victim), "{victim} got no shard: {placed:?}");
+    let mut work = Workload::start(&probed.fleet.client, probed.namespaces(), clock).await;
+
+    work.wave("paused").await;
+    let paused = Instant::now();
+    signal(&workers[1], "-STOP");
+    wait_until(&format!("no shard left on {victim}"), REASSIGNED_WITHIN, || async {
+        shards(&url).await?.iter().all(|s| s.owner != victim).then_some(())
     })
     .await;
-    run_jobs(&fleet.client, "paused").await;
-    signal(&w1, "-CONT");
-    // Back, w-1 registers again and may be given shards anew; whatever it writes is under them.
-    run_jobs(&fleet.client, "resumed").await;
-    assert_tenures_never_overlap(&url, &fleet.audit(), &team_namespaces()).await;
+    let after_pause = probed.settled_within(&url, "paused", paused, REASSIGNED_WITHIN).await;
+    for (shard, (owner, epoch)) in &after_pause {
+        let (was, was_epoch) = &placed[shard];
+        if was == victim {
+            assert_eq!(*epoch, was_epoch + 1, "shard {shard} of the paused worker placed once");
+        } else {
+            assert_eq!((owner, epoch), (was, was_epoch), "shard {shard} was not {victim}'s and moved");
+        }
+    }
+
+    work.wave("resumed").await;
+    let (resumed, resumed_at) = (Instant::now(), jiff::Timestamp::now());
+    signal(&workers[1], "-CONT");
+    wait_until(&format!("{victim} given shards again"), JOINED_WITHIN, || async {
+        shards(&url).await?.iter().any(|s| s.owner == victim).then_some(())
+    })
+    .await;
+    let after_resume = probed.settled_within(&url, "resumed", resumed, JOINED_WITHIN).await;
+    // Shards it was given again are written by it from their new tenure; none of the others.
+    let regained: Vec<String> = after_resume
+        .iter()
+        .filter(|(_, (owner, _))| owner == victim)
+        .map(|(shard, _)| probed.by_shard[shard].clone())
+        .collect();
+    let strays: Vec<String> = read_log(&probed.fleet.audit())
+        .expect("audit log")
+        .iter()
+        .filter(|e| e.is_write() && workload::worker_of(&e.user_agent) == Some(victim))
+        .filter(|e| e.request_received_timestamp.parse::<jiff::Timestamp>().is_ok_and(|t| t >= resumed_at))
+        .filter_map(|e| e.object_ref.as_ref().map(|o| (e, o)))
+        .filter(|(_, o)| {
+            probed.by_shard.values().any(|ns| *ns == o.namespace) && !regained.contains(&o.namespace)
+        })
+        .map(|(e, o)| {
+            format!("{} {} {}/{} {}", e.request_received_timestamp, e.verb, o.namespace, o.resource, o.name)
+        })
+        .collect();
+    assert!(strays.is_empty(), "{victim} wrote, once resumed, for shards it no longer held: {strays:#?}");
+
+    work.check(&probed.fleet.audit(), true).await;
+    assert_tenures_never_overlap(&url, &probed.fleet.audit(), &probed.namespaces()).await;
 }
 
 /// What a client that reached the standby learns: the leader's address in `x-fleet-leader`.

@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -196,7 +196,8 @@ where
     S: Send + 'static,
 {
     AbortOnDrop(tokio::spawn(async move {
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+        // Backing off after an error also yields, so that the task ends when its runtime does.
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
         while let Some(event) = events.next().await {
             match event {
                 Ok(e) => on(&mut seen.lock(), e),
