@@ -217,22 +217,19 @@ struct FleetFlags {
 async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<ExitCode> {
     use batchfleet_store::etcd::EtcdStore;
     use batchfleet_store::kubernetes::KubernetesStore;
-    let client = batchfleet_worker::client::build(
+    let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
+    let table = batchfleet_worker::runtime::shard::ShardTable::new(space);
+    // The controllers' writes are checked against the lease as they are sent, too.
+    let client = batchfleet_worker::client::build_fenced(
         opts.kubeconfig.as_deref(),
         opts.client_limits,
         &batchfleet_worker::client::user_agent(&opts.worker_id),
+        Some(table.lease_deadline()),
     )
     .await?;
-    let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
-    let mut worker = standalone::start_on_shards(
-        client.clone(),
-        opts,
-        batchfleet_worker::runtime::shard::ShardTable::new(space),
-        None,
-    )
-    .await?;
+    let mut worker = standalone::start_on_shards(client.clone(), opts, table, None).await?;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let (renewed_tx, renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
     let (drained_tx, mut drained) = tokio::sync::watch::channel(false);

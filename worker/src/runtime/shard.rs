@@ -187,6 +187,12 @@ impl ShardTable {
         *self.lease_deadline.write() = Some(deadline);
     }
 
+    /// The lease deadline this table checks every write against, shared with whoever must also
+    /// check it (the client, at the moment a write is sent).
+    pub fn lease_deadline(&self) -> crate::client::LeaseDeadline {
+        crate::client::LeaseDeadline(self.lease_deadline.clone())
+    }
+
     /// A table holding every shard of `space`, Active at epoch 1: `--standalone`.
     pub fn all_active(space: ShardSpace) -> Self {
         let table = Self::new(space);
