@@ -35,6 +35,13 @@ const NAMESPACES: usize = 8;
 const WORKER_LEASE: Duration = Duration::from_secs(5);
 const LEASE_MARGIN: Duration = Duration::from_secs(1);
 const LEADER_LEASE: Duration = Duration::from_secs(2);
+/// The leader's lease in the etcd test, which kills the leader: a little longer than the 2 s
+/// above, so that a starved machine does not make the leader step down before the kill.
+const KILLED_LEADER_LEASE: Duration = Duration::from_secs(4);
+/// The leader's lease where no leader is killed: long enough that a machine starved by other
+/// builds does not make the only leader step down, which would drop placement's memory (the
+/// minute a moved shard is left alone) and restart its wait for workers to register.
+const STEADY_LEADER_LEASE: Duration = Duration::from_secs(10);
 /// What a bound allows beyond the protocol's own timing: the leader's lease polling (200 ms),
 /// the hand-over (PREPARE lists the shard's objects, ACTIVATE waits for the barrier), and a
 /// probe Job's pod scheduled, run (50 ms) and its status written, by debug builds on a 2-core
@@ -104,7 +111,15 @@ fn etcd_store(endpoint: &str) -> Vec<String> {
     vec!["--store".into(), "etcd".into(), "--etcd-endpoints".into(), endpoint.into()]
 }
 
-fn spawn_coordinator(kubeconfig: &Path, id: &str, listen: &str, extra: &[String]) -> Child {
+/// A coordinator leading for `leader_lease` (renewed within 3/4 of it, tried every tenth).
+fn spawn_coordinator(
+    kubeconfig: &Path,
+    id: &str,
+    listen: &str,
+    leader_lease: Duration,
+    extra: &[String],
+) -> Child {
+    let format = |d: Duration| humantime::format_duration(d).to_string();
     Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -112,9 +127,9 @@ fn spawn_coordinator(kubeconfig: &Path, id: &str, listen: &str, extra: &[String]
         .args(["--shards", &SHARDS.to_string()])
         .arg("--worker-lease-margin")
         .arg(humantime::format_duration(LEASE_MARGIN).to_string())
-        .arg("--leader-elect-lease-duration")
-        .arg(humantime::format_duration(LEADER_LEASE).to_string())
-        .args(["--leader-elect-renew-deadline", "1500ms", "--leader-elect-retry-period", "200ms"])
+        .args(["--leader-elect-lease-duration", &format(leader_lease)])
+        .args(["--leader-elect-renew-deadline", &format(leader_lease * 3 / 4)])
+        .args(["--leader-elect-retry-period", &format(leader_lease / 10)])
         .args(extra)
         .env("RUST_LOG", log_level())
         .stdout(Stdio::null())
@@ -207,7 +222,7 @@ async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
     let (kubeconfig, audit, client) = (fleet.kubeconfig(), fleet.audit(), fleet.client.clone());
     let listen = format!("127.0.0.1:{}", free_port());
     let url = format!("http://{listen}");
-    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen, &[]);
+    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen, LEADER_LEASE, &[]);
     let binary = worker_binary();
     let _w0 = spawn_worker(&binary, &kubeconfig, &url, "w-0", &[]);
     let mut w1 = spawn_worker(&binary, &kubeconfig, &url, "w-1", &[]);
@@ -357,7 +372,9 @@ async fn a_coordinator_fail_over_moves_no_shard() {
     let mut coordinators: Vec<Child> = listens
         .iter()
         .enumerate()
-        .map(|(i, l)| spawn_coordinator(&fleet.kubeconfig(), &format!("coordinator-{i}"), l, &[]))
+        .map(|(i, l)| {
+            spawn_coordinator(&fleet.kubeconfig(), &format!("coordinator-{i}"), l, LEADER_LEASE, &[])
+        })
         .collect();
     let binary = worker_binary();
     let all = urls.join(",");
@@ -389,7 +406,7 @@ async fn a_paused_worker_loses_its_shards_and_writes_nothing_for_them_when_it_re
     let kubeconfig = probed.fleet.kubeconfig();
     let listen = format!("127.0.0.1:{}", free_port());
     let url = format!("http://{listen}");
-    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen, &[]);
+    let _coordinator = spawn_coordinator(&kubeconfig, "coordinator-0", &listen, STEADY_LEADER_LEASE, &[]);
     let clock = CronClock::starting_now(6.0);
     let flags = workload_flags(&clock);
     let binary = worker_binary();
@@ -484,9 +501,9 @@ async fn a_worker_given_only_the_standby_follows_it_to_the_leader_and_both_serve
     let fleet = Fleet::start().await;
     let listens: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
     let urls: Vec<String> = listens.iter().map(|l| format!("http://{l}")).collect();
-    let _leader = spawn_coordinator(&fleet.kubeconfig(), "coordinator-0", &listens[0], &[]);
+    let _leader = spawn_coordinator(&fleet.kubeconfig(), "coordinator-0", &listens[0], LEADER_LEASE, &[]);
     wait_until("coordinator-0 leads", Duration::from_secs(30), || leader(&urls[..1])).await;
-    let _standby = spawn_coordinator(&fleet.kubeconfig(), "coordinator-1", &listens[1], &[]);
+    let _standby = spawn_coordinator(&fleet.kubeconfig(), "coordinator-1", &listens[1], LEADER_LEASE, &[]);
     let hint =
         wait_until("the standby names the leader", Duration::from_secs(30), || leader_hint_from(&urls[1]))
             .await;
@@ -641,7 +658,9 @@ async fn a_join_a_sigterm_leave_and_a_fleetctl_move_keep_every_shard_acting_and_
     let _coordinators: Vec<Child> = listens
         .iter()
         .enumerate()
-        .map(|(i, l)| spawn_coordinator(&kubeconfig, &format!("coordinator-{i}"), l, &[]))
+        .map(|(i, l)| {
+            spawn_coordinator(&kubeconfig, &format!("coordinator-{i}"), l, STEADY_LEADER_LEASE, &[])
+        })
         .collect();
     let clock = CronClock::starting_now(10.0);
     let flags: Vec<String> = [workload_flags(&clock), vec!["--drain-timeout".into(), "30s".into()]].concat();
@@ -735,7 +754,9 @@ async fn on_etcd_a_killed_leader_moves_no_shard_and_a_killed_workers_shards_act_
     let mut coordinators: Vec<Child> = listens
         .iter()
         .enumerate()
-        .map(|(i, l)| spawn_coordinator(&kubeconfig, &format!("coordinator-{i}"), l, &store))
+        .map(|(i, l)| {
+            spawn_coordinator(&kubeconfig, &format!("coordinator-{i}"), l, KILLED_LEADER_LEASE, &store)
+        })
         .collect();
     let clock = CronClock::starting_now(6.0);
     let flags: Vec<String> = [store.clone(), workload_flags(&clock)].concat();
@@ -762,7 +783,7 @@ async fn on_etcd_a_killed_leader_moves_no_shard_and_a_killed_workers_shards_act_
     let owners_before: BTreeMap<u32, String> = before.iter().map(|(s, (o, _))| (*s, o.clone())).collect();
     assert_eq!(acting, owners_before, "a shard changed hands while the leader was down");
     let standby = 1 - leading;
-    let failed_over = LEADER_LEASE + Duration::from_secs(2) + SLACK;
+    let failed_over = KILLED_LEADER_LEASE + Duration::from_secs(2) + SLACK;
     wait_until("the standby leads", failed_over.saturating_sub(killed.elapsed()), || {
         leader(&urls[standby..=standby])
     })
