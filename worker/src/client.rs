@@ -124,14 +124,28 @@ where
     }
 }
 
-/// The worker's lease deadline (none before the first renewal, or standalone), as the shard
-/// table keeps it.
+/// Whether the worker may write, as the shard table keeps it: until its lease deadline (none
+/// before the first renewal, or standalone), and not while writes are held after a lapse.
 #[derive(Debug, Clone, Default)]
-pub struct LeaseDeadline(pub Arc<parking_lot::RwLock<Option<std::time::Instant>>>);
+pub struct LeaseDeadline(pub Arc<parking_lot::RwLock<LeaseWindow>>);
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LeaseWindow {
+    pub deadline: Option<std::time::Instant>,
+    /// Set when the lease lapsed, cleared at the next ACTIVATE: a write queued before the lapse
+    /// must not go out under a lease renewed after it.
+    pub held: bool,
+}
 
 impl LeaseDeadline {
+    /// Whether a write may be sent now.
+    pub fn writable(&self) -> bool {
+        let w = *self.0.read();
+        !w.held && w.deadline.is_none_or(|d| std::time::Instant::now() < d)
+    }
+
     fn passed(&self) -> bool {
-        self.0.read().is_some_and(|d| std::time::Instant::now() >= d)
+        !self.writable()
     }
 }
 
@@ -386,7 +400,7 @@ mod tests {
     async fn a_write_is_not_sent_once_the_lease_deadline_passed() {
         let mut server = HoldingServer::start().await;
         let deadline = LeaseDeadline::default();
-        *deadline.0.write() = Some(std::time::Instant::now() + Duration::from_secs(60));
+        deadline.0.write().deadline = Some(std::time::Instant::now() + Duration::from_secs(60));
         let config = kube::Config::new(server.url.parse().unwrap());
         let limits = ClientLimits { max_in_flight: 1, ..ClientLimits::UNLIMITED };
         let client = fenced_from_config(config, limits, Some(deadline.clone())).unwrap();
@@ -404,7 +418,7 @@ mod tests {
             async move { client.request_text(http::Request::post("/write").body(Vec::new()).unwrap()).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        *deadline.0.write() = Some(std::time::Instant::now());
+        deadline.0.write().deadline = Some(std::time::Instant::now());
         server.release.add_permits(1);
         assert_eq!(first.await.unwrap().unwrap(), "ok");
         let refused = write.await.unwrap().expect_err("the write is refused");

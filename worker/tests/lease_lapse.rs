@@ -112,5 +112,10 @@ async fn a_worker_paused_past_its_lease_drops_every_shard_before_renewing() {
     })
     .await;
     assert_eq!(renewed.lapses, 1);
+    // Renewed, but a write queued before the lapse still must not go out: writes are held
+    // until the coordinator activates a shard here again.
+    assert!(!runtime.table().lease_deadline().writable(), "writes reopened by a renewal after a lapse");
+    runtime.table().release_writes();
+    assert!(runtime.table().lease_deadline().writable());
     keeper.abort();
 }

@@ -83,8 +83,10 @@ pub async fn keep<S: CoordinationStore>(
     }
 }
 
-/// Stops and forgets every shard: the lease lapsed, so the coordinator may give them away.
+/// Stops and forgets every shard: the lease lapsed, so the coordinator may give them away. No
+/// write goes out until a shard is activated again.
 pub fn fence(runtime: &ShardRuntime) {
+    runtime.table().hold_writes();
     let held = runtime.table().held();
     if !held.is_empty() {
         tracing::error!(shards = held.len(), "the worker lease lapsed: stopping every shard");

@@ -263,6 +263,9 @@ async fn carry_out(
                     .status(a.shard)
                     .is_some_and(|s| s.epoch == a.epoch && s.phase == ShardPhase::Active)
             };
+            // A tenure the coordinator gives after any lapse of the lease: writes may go out
+            // again (those queued before the lapse went, refused, long before an ACTIVATE).
+            runtime.table().release_writes();
             match runtime.activate(a.shard, a.epoch, barrier).await {
                 Ok(()) => Some(ack(a, pb::Step::Activated, 0)),
                 // A repeated ACTIVATE that waited alongside the first one.
