@@ -1,9 +1,6 @@
 //! One conformance suite, run on both coordination stores: the Kubernetes API (against the sim
 //! cluster) and etcd (a real etcd 3.5 process). Each test starts its own backend on free ports.
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use batchfleet_coordinator::ids::WorkerId;
@@ -13,52 +10,11 @@ use batchfleet_coordinator::store::observer::{Liveness, LivenessObserver};
 use batchfleet_coordinator::store::{Candidate, CoordinationStore, ShardMapRecord, ShardRecord, StoreError};
 use batchfleet_sim::{SimCluster, SimConfig};
 
+mod common;
+
 // ---- backends -------------------------------------------------------------------------------
 
-struct Etcd {
-    child: Child,
-    endpoint: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-async fn start_etcd() -> Etcd {
-    let binary = std::env::var_os("BATCHFLEET_ETCD")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/etcd"));
-    assert!(binary.exists(), "etcd not found at {}: run scripts/setup", binary.display());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (client, peer) = (free_port(), free_port());
-    let endpoint = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = Command::new(binary)
-        .args(["--name", "conformance", "--data-dir"])
-        .arg(dir.path())
-        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
-        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("conformance={peer_url}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd starts");
-    let etcd = Etcd { child, endpoint, _dir: dir };
-    batchfleet_sim::testing::wait_until("etcd to serve", Duration::from_secs(20), || async {
-        let mut client = etcd_client::Client::connect([etcd.endpoint.as_str()], None).await.ok()?;
-        client.get("probe", None).await.ok().map(|_| ())
-    })
-    .await;
-    etcd
-}
+use common::etcd::{Etcd, start_etcd};
 
 async fn etcd_store(etcd: &Etcd) -> EtcdStore {
     EtcdStore::connect(std::slice::from_ref(&etcd.endpoint), "/batchfleet/").await.expect("etcd store")

@@ -45,6 +45,24 @@ impl ScaledClock {
     pub fn new(start: Timestamp, speed: f64) -> Self {
         Self { origin: std::time::Instant::now(), start, speed: speed.max(f64::MIN_POSITIVE) }
     }
+
+    /// The clock that reads `anchor` at the wall time `anchor` and runs `speed` times faster
+    /// than the wall clock from there: `anchor + (wall − anchor) · speed`. Every process built
+    /// with the same anchor and speed reads the same time (as closely as their wall clocks
+    /// agree), so several worker processes can share one fast CronJob clock.
+    pub fn anchored(anchor: Timestamp, speed: f64) -> Self {
+        Self::new(scaled_from(anchor, speed, Timestamp::now()), speed)
+    }
+}
+
+/// `anchor + (wall − anchor) · speed`, the time an [anchored](ScaledClock::anchored) clock reads
+/// at the wall time `wall`.
+pub fn scaled_from(anchor: Timestamp, speed: f64, wall: Timestamp) -> Timestamp {
+    let since = wall.duration_since(anchor).as_secs_f64() * speed;
+    jiff::SignedDuration::try_from_secs_f64(since)
+        .ok()
+        .and_then(|d| anchor.checked_add(d).ok())
+        .unwrap_or(wall)
 }
 
 impl Clock for ScaledClock {
@@ -70,5 +88,18 @@ mod tests {
         assert!(c.now() >= start);
         assert_eq!(c.real(Duration::from_secs(60)), Duration::from_secs(1));
         assert_eq!(SystemClock.real(Duration::from_secs(3)), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn an_anchored_clock_reads_the_anchor_at_the_anchor_and_runs_faster_after_it() {
+        let anchor: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(scaled_from(anchor, 10.0, anchor), anchor);
+        let later: Timestamp = "2026-01-01T00:00:06Z".parse().unwrap();
+        assert_eq!(scaled_from(anchor, 10.0, later), "2026-01-01T00:01:00Z".parse().unwrap());
+        let earlier: Timestamp = "2025-12-31T23:59:54Z".parse().unwrap();
+        assert_eq!(scaled_from(anchor, 10.0, earlier), "2025-12-31T23:59:00Z".parse().unwrap());
+        let c = ScaledClock::anchored(Timestamp::now(), 10.0);
+        let read = c.now();
+        assert!(read.duration_since(Timestamp::now()).abs() < jiff::SignedDuration::from_secs(1));
     }
 }

@@ -181,9 +181,14 @@ impl Clients {
     pub async fn build(opts: &WorkerOptions) -> Result<Self, StartError> {
         let user_agent = client::user_agent(&opts.worker_id);
         let controllers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
+        Ok(Self { controllers, informers: Self::informers(opts).await? })
+    }
+
+    /// The watches' client: the in-flight cap of `opts`, no rate limit.
+    pub async fn informers(opts: &WorkerOptions) -> Result<kube::Client, StartError> {
         let watch_limits = ClientLimits { qps: 0.0, burst: 1, ..opts.client_limits };
-        let informers = client::build(opts.kubeconfig.as_deref(), watch_limits, &user_agent).await?;
-        Ok(Self { controllers, informers })
+        Ok(client::build(opts.kubeconfig.as_deref(), watch_limits, &client::user_agent(&opts.worker_id))
+            .await?)
     }
 
     /// One client for both (tests, with the sim cluster).

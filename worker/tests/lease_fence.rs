@@ -51,10 +51,13 @@ async fn a_lease_that_lapsed_during_a_pause_is_fenced_before_it_is_renewed() {
     let runtime = worker.runtime.clone();
 
     let store = Arc::new(KubernetesStore::new(kube_client, "fleet"));
-    let (renewed_tx, mut renewed) = tokio::sync::watch::channel(false);
+    let (renewed_tx, mut renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(lease::keep(store, WorkerId::from("w-paused"), TTL, runtime.clone(), renewed_tx, stop));
-    tokio::time::timeout(Duration::from_secs(10), renewed.wait_for(|r| *r)).await.expect("renewed").unwrap();
+    tokio::time::timeout(Duration::from_secs(10), renewed.wait_for(|r| r.renewed))
+        .await
+        .expect("renewed")
+        .unwrap();
     runtime.prepare(0, 1).unwrap();
     runtime.activate(0, 1, 0).await.unwrap();
     assert!(runtime.table().held().contains(&0));
@@ -68,9 +71,10 @@ async fn a_lease_that_lapsed_during_a_pause_is_fenced_before_it_is_renewed() {
     })
     .await;
     // It renews again afterwards (a fresh lease, with no shards), and says so to its session.
-    tokio::time::timeout(Duration::from_secs(5), renewed.wait_for(|r| *r))
+    tokio::time::timeout(Duration::from_secs(5), renewed.wait_for(|r| r.renewed))
         .await
         .expect("renewed again")
         .unwrap();
+    assert_eq!(renewed.borrow().lapses, 1, "the lapse is told to the session, which registers again");
     assert!(runtime.table().held().is_empty(), "a fresh lease brings no shard back");
 }

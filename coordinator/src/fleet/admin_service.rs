@@ -38,7 +38,13 @@ impl AdminService {
         result
     }
 
+    /// `name` if the leader knows it. A standby knows no worker: it answers as for every call
+    /// only the leader serves, naming the leader, so that fleetctl (and a worker asking to be
+    /// drained) goes there rather than taking "unknown worker" for the answer.
     fn known_worker(&self, name: &str) -> Result<WorkerId, Status> {
+        if !self.shared.leadership.is_leader() {
+            return Err(not_leader(&self.shared.leadership));
+        }
         let worker = WorkerId(name.to_string());
         if name.is_empty() || !is_known(&self.shared, &worker) {
             return Err(Status::invalid_argument(format!("unknown worker {name:?}")));

@@ -75,6 +75,22 @@ struct Args {
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
+    /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
+    /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
+    /// CronJob's minute passes in six seconds. Processes given the same value read the same
+    /// time, so a fleet of workers shares one fast clock.
+    #[arg(long, hide = true, value_parser = parse_test_clock)]
+    test_clock: Option<(f64, jiff::Timestamp)>,
+}
+
+fn parse_test_clock(value: &str) -> Result<(f64, jiff::Timestamp), String> {
+    let (speed, anchor) = value.split_once('@').ok_or("expected SPEED@ANCHOR")?;
+    let speed: f64 = speed.parse().map_err(|e| format!("speed {speed:?}: {e}"))?;
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(format!("speed {speed} must be above 0"));
+    }
+    let anchor = anchor.parse().map_err(|e| format!("anchor {anchor:?}: {e}"))?;
+    Ok((speed, anchor))
 }
 
 /// The host name, as `hostname` prints it.
@@ -143,6 +159,13 @@ fn main() -> ExitCode {
         shards: args.shards,
         ..WorkerOptions::default()
     };
+    let opts = match args.test_clock {
+        Some((speed, anchor)) => WorkerOptions {
+            clock: std::sync::Arc::new(batchfleet_worker::clock::ScaledClock::anchored(anchor, speed)),
+            ..opts
+        },
+        None => opts,
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -194,19 +217,24 @@ struct FleetFlags {
 async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<ExitCode> {
     use batchfleet_store::etcd::EtcdStore;
     use batchfleet_store::kubernetes::KubernetesStore;
-    let clients = standalone::Clients::build(&opts).await?;
     let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
+    let table = batchfleet_worker::runtime::shard::ShardTable::new(space);
+    // The controllers' writes are checked against the lease as they are sent, too.
+    let clients = standalone::Clients {
+        controllers: batchfleet_worker::client::build_fenced(
+            opts.kubeconfig.as_deref(),
+            opts.client_limits,
+            &batchfleet_worker::client::user_agent(&opts.worker_id),
+            Some(table.lease_deadline()),
+        )
+        .await?,
+        informers: standalone::Clients::informers(&opts).await?,
+    };
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
-    let mut worker = standalone::start_on_shards_with(
-        clients,
-        opts,
-        batchfleet_worker::runtime::shard::ShardTable::new(space),
-        None,
-    )
-    .await?;
+    let mut worker = standalone::start_on_shards_with(clients, opts, table, None).await?;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    let (renewed_tx, renewed) = tokio::sync::watch::channel(false);
+    let (renewed_tx, renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
     let (drained_tx, mut drained) = tokio::sync::watch::channel(false);
     let id = batchfleet_store::ids::WorkerId(worker_id.clone());
     // The protocol (lease renewals, ACTIVATE's barrier read) has a client of its own, as
@@ -267,7 +295,7 @@ fn spawn_lease<S: batchfleet_store::CoordinationStore + 'static>(
     id: batchfleet_store::ids::WorkerId,
     flags: &FleetFlags,
     runtime: &std::sync::Arc<batchfleet_worker::runtime::protocol::ShardRuntime>,
-    renewed: tokio::sync::watch::Sender<bool>,
+    renewed: tokio::sync::watch::Sender<lease::LeaseState>,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let store = std::sync::Arc::new(store);

@@ -11,36 +11,47 @@ use tokio::sync::watch;
 
 use crate::runtime::protocol::ShardRuntime;
 
+/// What the lease keeper tells the worker's session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeaseState {
+    /// Renewed within its TTL: the worker may register.
+    pub renewed: bool,
+    /// How many times the lease lapsed and every shard was dropped; the session registers again
+    /// after each, so that the coordinator learns the worker holds nothing.
+    pub lapses: u64,
+}
+
 /// Renews the lease every third of `ttl` until `stop`; fences the runtime when the lease lapses.
 /// Every write checks the lease's deadline too, so a worker that was paused (SIGSTOP, a long GC
 /// of the host) sends nothing once it resumes past it, even before this loop runs again.
-/// `renewed` turns true at the first successful renewal (the worker registers after it).
+/// `state.renewed` turns true at the first successful renewal (the worker registers after it).
 pub async fn keep<S: CoordinationStore>(
     store: Arc<S>,
     worker: WorkerId,
     ttl: Duration,
     runtime: Arc<ShardRuntime>,
-    renewed: watch::Sender<bool>,
+    state: watch::Sender<LeaseState>,
     mut stop: watch::Receiver<bool>,
 ) {
     let period = ttl / 3;
     let mut last_ok: Option<Instant> = None;
-    // Fences once the lease has lapsed by the worker's own clock. Checked before an attempt as well
-    // as after it: a lease that lapsed while this task could not run (the process was stopped, the
-    // host paused) must not be extended by the next renewal, since the coordinator may already
-    // have given its shards away.
-    let fence_if_lapsed = |last_ok: &mut Option<Instant>, now: Instant| {
-        if let Some(ok) = *last_ok
-            && now.duration_since(ok) >= ttl
-        {
-            fence(&runtime);
-            *last_ok = None;
-            renewed.send_replace(false);
-        }
+    let lapse = |last_ok: &mut Option<Instant>| {
+        fence(&runtime);
+        *last_ok = None;
+        state.send_modify(|s| {
+            s.renewed = false;
+            s.lapses += 1;
+        });
     };
     loop {
         let sent = Instant::now();
-        fence_if_lapsed(&mut last_ok, sent);
+        // A lease that lapsed already (the worker was paused past it, or renewals kept failing)
+        // is fenced before anything is renewed: the coordinator may have given the shards away,
+        // and a renewal that succeeds now would move the write deadline past that time for
+        // shards still held here.
+        if last_ok.is_some_and(|ok| sent.duration_since(ok) >= ttl) {
+            lapse(&mut last_ok);
+        }
         // An attempt never outlives the lease it would extend.
         let budget = last_ok
             .map_or(ttl, |ok| ttl.saturating_sub(sent.duration_since(ok)))
@@ -49,12 +60,14 @@ pub async fn keep<S: CoordinationStore>(
             Ok(Ok(())) => {
                 last_ok = Some(sent);
                 runtime.table().set_lease_deadline(sent + ttl);
-                renewed.send_replace(true);
+                state.send_modify(|s| s.renewed = true);
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "renewing the worker lease failed"),
             Err(_) => tracing::warn!("renewing the worker lease timed out"),
         }
-        fence_if_lapsed(&mut last_ok, Instant::now());
+        if last_ok.is_some_and(|ok| Instant::now().duration_since(ok) >= ttl) {
+            lapse(&mut last_ok);
+        }
         let stopping = async {
             let _ = stop.wait_for(|s| *s).await;
         };
@@ -70,8 +83,10 @@ pub async fn keep<S: CoordinationStore>(
     }
 }
 
-/// Stops and forgets every shard: the lease lapsed, so the coordinator may give them away.
+/// Stops and forgets every shard: the lease lapsed, so the coordinator may give them away. No
+/// write goes out until a shard is activated again.
 pub fn fence(runtime: &ShardRuntime) {
+    runtime.table().hold_writes();
     let held = runtime.table().held();
     if !held.is_empty() {
         tracing::error!(shards = held.len(), "the worker lease lapsed: stopping every shard");

@@ -34,7 +34,7 @@ pub async fn run(
     config: SessionConfig,
     runtime: Arc<ShardRuntime>,
     client: kube::Client,
-    mut lease_renewed: watch::Receiver<bool>,
+    mut lease: watch::Receiver<super::lease::LeaseState>,
     drained: watch::Sender<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -45,9 +45,10 @@ pub async fn run(
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
         tokio::select! {
-            _ = lease_renewed.wait_for(|r| *r) => {}
+            _ = lease.wait_for(|l| l.renewed) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        let lapses = lease.borrow().lapses;
         let url = match following.take() {
             Some(leader) => leader,
             None => {
@@ -55,12 +56,12 @@ pub async fn run(
                 config.coordinators[(next - 1) % config.coordinators.len().max(1)].clone()
             }
         };
-        // A lapsed lease fenced every shard: the session ends and the worker registers again once
-        // the lease is renewed, reporting that it holds nothing, so the coordinator places those
-        // shards again even if it never saw the lease expire.
         let session = tokio::select! {
             r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
-            _ = lease_renewed.wait_for(|r| !*r) => Err(anyhow::anyhow!("the worker lease lapsed")),
+            // The lease lapsed and every shard was dropped: register again, reporting none, or
+            // the coordinator would go on counting them as this worker's (a lapse it did not see
+            // expire, within its margin) and nobody would act for them.
+            _ = lease.wait_for(|l| l.lapses != lapses) => Err(anyhow::anyhow!("the worker lease lapsed")),
             _ = stop.wait_for(|s| *s) => return,
         };
         if let Err(e) = session {
@@ -264,6 +265,9 @@ async fn carry_out(
                     .status(a.shard)
                     .is_some_and(|s| s.epoch == a.epoch && s.phase == ShardPhase::Active)
             };
+            // A tenure the coordinator gives after any lapse of the lease: writes may go out
+            // again (those queued before the lapse went, refused, long before an ACTIVATE).
+            runtime.table().release_writes();
             match runtime.activate(a.shard, a.epoch, barrier).await {
                 // The part of the hand-over gap only the worker sees: the coordinator reports it.
                 Ok(()) => Some(pb::Ack {

@@ -130,7 +130,7 @@ pub struct ShardTable {
     on_drop: Arc<RwLock<Vec<ActivateHook>>>,
     /// In a fleet, when the worker's liveness lease runs out by its own clock: no write is sent
     /// after it, even by a worker that was paused and has not yet noticed.
-    lease_deadline: Arc<RwLock<Option<std::time::Instant>>>,
+    lease_deadline: crate::client::LeaseDeadline,
 }
 
 /// What a controller does when one shard becomes Active.
@@ -178,13 +178,30 @@ impl ShardTable {
             idle: Arc::default(),
             on_activate: Arc::default(),
             on_drop: Arc::default(),
-            lease_deadline: Arc::default(),
+            lease_deadline: crate::client::LeaseDeadline::default(),
         }
     }
 
     /// Writes are refused from `deadline` on (the lease keeper moves it with every renewal).
     pub fn set_lease_deadline(&self, deadline: std::time::Instant) {
-        *self.lease_deadline.write() = Some(deadline);
+        self.lease_deadline.0.write().deadline = Some(deadline);
+    }
+
+    /// The lease lapsed: no write goes out, whatever the deadline, until [`Self::release_writes`]
+    /// (the next ACTIVATE). A renewal after the lapse moves the deadline forward, and a write a
+    /// sync issued before the lapse may still wait in the client's queues.
+    pub fn hold_writes(&self) {
+        self.lease_deadline.0.write().held = true;
+    }
+
+    pub fn release_writes(&self) {
+        self.lease_deadline.0.write().held = false;
+    }
+
+    /// The lease deadline this table checks every write against, shared with whoever must also
+    /// check it (the client, at the moment a write is sent).
+    pub fn lease_deadline(&self) -> crate::client::LeaseDeadline {
+        self.lease_deadline.clone()
     }
 
     /// A table holding every shard of `space`, Active at epoch 1: `--standalone`.
@@ -330,7 +347,7 @@ impl ShardTable {
 
     fn admit(&self, namespace: &str, epoch: Epoch, kind: WriteKind, hold: bool) -> Result<(), Fenced> {
         let shard = self.shard_of(namespace);
-        let lease_valid = self.lease_deadline.read().is_none_or(|d| std::time::Instant::now() < d);
+        let lease_valid = self.lease_deadline.writable();
         let mut table = self.shards.write();
         // In-flight reconciles finish their writes while Revoking; the event recorder starts none:
         // its queue may hold many of the shard's events, and REVOKE must not wait for them all.
