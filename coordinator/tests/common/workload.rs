@@ -439,6 +439,11 @@ pub async fn probe(
             }
         }
         if waiting.is_empty() {
+            assert!(
+                Instant::now() <= deadline,
+                "probe {name} acted on in every shard only {:?} after the fault, bound {bound:?}",
+                since.elapsed()
+            );
             break;
         }
         if Instant::now() >= deadline {
