@@ -1,14 +1,11 @@
 //! What the fleet state reports for the hand-over gap and unowned-time metrics, case by case:
 //! when a shard's acting owner stops and when a new one acts, as the leader sees it.
 
+use super::tests::{map, w};
 use super::*;
 
 const LIVE: WorkerHealth = WorkerHealth::Live;
 const GONE: WorkerHealth = WorkerHealth::Gone;
-
-fn w(name: &str) -> WorkerId {
-    WorkerId(name.into())
-}
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -23,14 +20,7 @@ struct Run {
 impl Run {
     /// A leader starting on a map of `shards` shards with these `(shard, owner, epoch)`.
     fn new(shards: u32, owners: &[(u32, &str, u64)]) -> Self {
-        let map = ShardMapRecord {
-            shard_count: shards,
-            shards: owners
-                .iter()
-                .map(|(s, o, e)| (*s, ShardRecord { owner: Some(o.to_string()), epoch: *e, moving_to: None }))
-                .collect(),
-            pins: BTreeMap::new(),
-        };
+        let map = map(shards, owners);
         let t0 = Instant::now();
         // Placement of unowned shards starts at once: these cases are about the gap, not the
         // registration grace.

@@ -1,10 +1,10 @@
 use super::*;
 
-fn w(name: &str) -> WorkerId {
+pub(super) fn w(name: &str) -> WorkerId {
     WorkerId(name.into())
 }
 
-fn map(shards: u32, owners: &[(u32, &str, u64)]) -> ShardMapRecord {
+pub(super) fn map(shards: u32, owners: &[(u32, &str, u64)]) -> ShardMapRecord {
     ShardMapRecord {
         shard_count: shards,
         shards: owners
