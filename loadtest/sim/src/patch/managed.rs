@@ -155,9 +155,9 @@ fn diff_at(
     if old == new {
         return;
     }
-    if let (Some(Value::Object(o)), Some(Value::Object(n))) = (old, new)
-        && descends(old.unwrap_or(&PRESENT), field)
-        && descends(new.unwrap_or(&PRESENT), field)
+    if let (Some(ov @ Value::Object(o)), Some(nv @ Value::Object(n))) = (old, new)
+        && descends(ov, field)
+        && descends(nv, field)
     {
         for k in union_keys(o, n) {
             let (ov, nv) = (present(o, k), present(n, k));
