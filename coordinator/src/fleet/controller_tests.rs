@@ -57,7 +57,7 @@ impl CoordinationStore for MemoryStore {
 const SHARDS: u32 = 8;
 
 fn owner_of(shard: u32) -> &'static str {
-    if shard % 2 == 0 { "w-a" } else { "w-b" }
+    if shard.is_multiple_of(2) { "w-a" } else { "w-b" }
 }
 
 fn settled_map() -> ShardMapRecord {

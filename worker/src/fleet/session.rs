@@ -200,6 +200,7 @@ fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::
         last_write_resource_version: if last_write == 0 { String::new() } else { last_write.to_string() },
         step: step.into(),
         activate_micros: None,
+        held_epoch: None,
     }
 }
 
@@ -218,9 +219,14 @@ async fn carry_out(
                 Ok(()) => {}
                 // A repeat of a PREPARE under way.
                 Err(ShardError::StaleEpoch { current, .. }) if current == a.epoch => {}
+                // Refused, not ignored: the coordinator would otherwise resend it for ever.
                 Err(e) => {
                     tracing::warn!(shard = a.shard, epoch = a.epoch, error = %e, "PREPARE refused");
-                    return None;
+                    let held_epoch = match e {
+                        ShardError::StaleEpoch { current, .. } => Some(current),
+                        _ => None,
+                    };
+                    return Some(pb::Ack { held_epoch, ..ack(a, pb::Step::Refused, 0) });
                 }
             }
             runtime.warmed(a.shard).await;
