@@ -7,6 +7,7 @@
 //! strict decoding as test/integration/apiserver/field_validation_test.go pins them.
 
 pub mod json_keys;
+mod schema_check;
 pub mod typed;
 
 use std::collections::HashMap;
@@ -68,16 +69,37 @@ pub fn prune_unknown(obj: &mut Value, order: Order) -> Option<Result<Dropped, St
     let api_version = obj.get("apiVersion").and_then(Value::as_str)?.to_string();
     let kind = obj.get("kind").and_then(Value::as_str)?.to_string();
     let round_trip = typed::round_trip_for(&api_version, &kind)?;
-    Some(round_trip(obj).map(|typed| {
+    if !keeps_empties(&kind)
+        && let Some(empties) = schema_check::clean_empties(obj, &api_version, &kind)
+    {
+        // Nothing to drop but what Go's encoder omits; the typed round trip is not needed.
+        drop_omitted_empties(obj, empties, (&api_version, &kind), round_trip);
+        return Some(Ok(Dropped::default()));
+    }
+    Some(prune_typed(obj, order, (&api_version, &kind), round_trip))
+}
+
+/// [`prune_unknown`] by the typed round trip alone: the reference the schema walk must agree with.
+fn prune_typed(
+    obj: &mut Value,
+    order: Order,
+    (api_version, kind): (&str, &str),
+    round_trip: typed::RoundTrip,
+) -> Result<Dropped, String> {
+    round_trip(obj).map(|typed| {
         let mut dropped = Dropped::default();
         let mut walker = Walker { order, path: String::new(), segments: Vec::new(), empties: Vec::new() };
         walker.walk(obj, &typed, &mut dropped.unknown);
-        // A CRD's schema is free-form JSON (`default: {}` means something); leave it as sent.
-        if kind != "CustomResourceDefinition" {
-            drop_omitted_empties(obj, std::mem::take(&mut walker.empties), (&api_version, &kind), round_trip);
+        if !keeps_empties(kind) {
+            drop_omitted_empties(obj, std::mem::take(&mut walker.empties), (api_version, kind), round_trip);
         }
         dropped
-    }))
+    })
+}
+
+/// A CRD's schema is free-form JSON (`default: {}` means something): its empties stay as sent.
+fn keeps_empties(kind: &str) -> bool {
+    kind == "CustomResourceDefinition"
 }
 
 /// One step of a path into a JSON document.
@@ -315,6 +337,10 @@ pub fn duplicate_field(path: &str) -> String {
 pub fn strict_decoding_error(issues: &[String]) -> String {
     format!("strict decoding error: {}", issues.join(", "))
 }
+
+#[cfg(test)]
+#[path = "schema_check_tests.rs"]
+mod schema_check_tests;
 
 #[cfg(test)]
 mod tests {
