@@ -3,6 +3,11 @@
 //! process's monotonic clock — never by comparing the worker's clock with ours. A new observer
 //! (after a coordinator fail-over) starts every worker's clock afresh, so a fail-over cannot
 //! expire a healthy worker.
+//!
+//! A record that vanishes (etcd expired the worker's lease, or the worker removed it on a clean
+//! exit) is Expiring for the margin from when it was seen gone, then Expired: etcd's expiry runs
+//! on the server's clock from the last keep-alive, and the margin is the allowance for a write
+//! the worker sent just before it stopped, as for a record that stops changing.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,7 +20,12 @@ struct Seen {
     renewal: String,
     ttl: Duration,
     changed_at: Instant,
+    /// When this observer first found the record gone.
+    vanished_at: Option<Instant>,
 }
+
+/// How long a vanished record is remembered; longer than any sensible margin.
+const VANISHED_KEPT: Duration = Duration::from_secs(300);
 
 /// What the coordinator knows of each worker's lease.
 #[derive(Debug, Default)]
@@ -36,16 +46,29 @@ pub enum Liveness {
 }
 
 impl LivenessObserver {
-    /// Takes in a fresh read of every lease at `now`. A record that vanished is forgotten: its
-    /// worker removed it on a clean exit, or the store expired it.
+    /// Takes in a fresh read of every lease at `now`. A record that vanished is remembered as
+    /// vanished (see the module's comment); one that comes back starts afresh.
     pub fn observe(&mut self, leases: &[WorkerLease], now: Instant) {
         let mut next = BTreeMap::new();
         for lease in leases {
             let seen = match self.seen.remove(&lease.worker) {
-                Some(old) if old.renewal == lease.renewal => Seen { ttl: lease.ttl, ..old },
-                _ => Seen { renewal: lease.renewal.clone(), ttl: lease.ttl, changed_at: now },
+                Some(old) if old.renewal == lease.renewal && old.vanished_at.is_none() => {
+                    Seen { ttl: lease.ttl, ..old }
+                }
+                _ => Seen {
+                    renewal: lease.renewal.clone(),
+                    ttl: lease.ttl,
+                    changed_at: now,
+                    vanished_at: None,
+                },
             };
             next.insert(lease.worker.clone(), seen);
+        }
+        for (worker, mut gone) in std::mem::take(&mut self.seen) {
+            let since = *gone.vanished_at.get_or_insert(now);
+            if now.saturating_duration_since(since) < VANISHED_KEPT {
+                next.insert(worker, gone);
+            }
         }
         self.seen = next;
     }
@@ -53,6 +76,10 @@ impl LivenessObserver {
     /// How `worker` stands at `now`; `None` for a worker without a record.
     pub fn liveness(&self, worker: &WorkerId, now: Instant, margin: Duration) -> Option<Liveness> {
         let seen = self.seen.get(worker)?;
+        if let Some(vanished) = seen.vanished_at {
+            let gone_for = now.saturating_duration_since(vanished);
+            return Some(if gone_for < margin { Liveness::Expiring } else { Liveness::Expired });
+        }
         let quiet = now.saturating_duration_since(seen.changed_at);
         Some(if quiet < seen.ttl {
             Liveness::Alive { expires_in: seen.ttl - quiet }
@@ -120,18 +147,27 @@ mod tests {
         }
     }
 
+    /// etcd expires a lease on its own clock, from the last keep-alive it received: the worker
+    /// stopped by then, but a write it sent just before may still land. Its shards wait out the
+    /// margin from when the record was seen gone, as they do for a record that stops changing.
     #[test]
-    fn a_vanished_record_is_forgotten_and_a_returning_one_starts_afresh() {
+    fn a_vanished_record_waits_out_the_margin_and_a_returning_one_starts_afresh() {
         let t0 = Instant::now();
+        let a = WorkerId("a".into());
         let mut o = LivenessObserver::default();
         o.observe(&[lease("a", "1")], t0);
         o.observe(&[], t0 + Duration::from_secs(1));
-        assert_eq!(o.liveness(&WorkerId("a".into()), t0 + Duration::from_secs(1), MARGIN), None);
+        assert_eq!(o.liveness(&a, t0 + Duration::from_secs(1), MARGIN), Some(Liveness::Expiring));
+        o.observe(&[], t0 + Duration::from_secs(2));
+        assert_eq!(o.liveness(&a, t0 + Duration::from_millis(2_999), MARGIN), Some(Liveness::Expiring));
+        assert_eq!(o.liveness(&a, t0 + Duration::from_secs(3), MARGIN), Some(Liveness::Expired));
+        // Back with the same renewal it vanished with: a new record, alive afresh.
         o.observe(&[lease("a", "1")], t0 + Duration::from_secs(30));
-        assert!(matches!(
-            o.liveness(&WorkerId("a".into()), t0 + Duration::from_secs(35), MARGIN),
-            Some(Liveness::Alive { .. })
-        ));
+        assert!(matches!(o.liveness(&a, t0 + Duration::from_secs(35), MARGIN), Some(Liveness::Alive { .. })));
         assert_eq!(o.all(t0 + Duration::from_secs(35), MARGIN).len(), 1);
+        // Gone for good: forgotten after a while.
+        o.observe(&[], t0 + Duration::from_secs(40));
+        o.observe(&[], t0 + Duration::from_secs(40) + VANISHED_KEPT);
+        assert_eq!(o.liveness(&a, t0 + Duration::from_secs(40) + VANISHED_KEPT, MARGIN), None, "forgotten");
     }
 }
