@@ -343,6 +343,7 @@ impl FleetState {
             self.on_ack(ack, now, &mut out);
         }
         self.on_liveness(input, now, &mut out);
+        self.end_drains_of_stopped_workers(input);
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
         self.retry_at.retain(|_, at| *at > now);
@@ -596,6 +597,21 @@ impl FleetState {
         {
             record.epoch = held;
             out.store = true;
+        }
+    }
+
+    /// A drain lasts as long as the drained process: once its lease stops being renewed (it
+    /// exited, removing its record, or died), a worker started again under the same id — the
+    /// next pod of a StatefulSet's rolling restart — takes shards again. A drained worker that
+    /// keeps running keeps its drain, whatever its session does.
+    fn end_drains_of_stopped_workers(&mut self, input: &StepInput) {
+        let stopped = |w: &WorkerId| {
+            matches!(input.workers.get(w), None | Some(WorkerHealth::Expiring | WorkerHealth::Gone))
+        };
+        let ended: Vec<WorkerId> = self.draining.iter().filter(|w| stopped(w)).cloned().collect();
+        for worker in ended {
+            tracing::info!(%worker, "the drained worker stopped; its drain ends");
+            self.set_draining(&worker, false);
         }
     }
 

@@ -404,3 +404,32 @@ fn a_prepare_unanswered_past_the_timeout_is_cancelled_and_the_owner_keeps_the_sh
     assert_eq!(state.owner(ShardId(0)), Some("a"));
     assert_eq!(state.map.shards[&0].moving_to, None);
 }
+
+/// A StatefulSet's rolling restart: w-0 is drained (SIGTERM), exits, and its next pod registers
+/// under the same id. The drain ended with the process, so the new one takes shards again; a
+/// drained worker that keeps running (an operator's drain) stays drained.
+#[test]
+fn a_drain_ends_when_the_drained_worker_stops_and_not_before() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut state = FleetState::new(map(2, &[(0, "b", 1), (1, "b", 1)]), config, now);
+    let live = [("a", LIVE), ("b", LIVE)];
+    state.set_draining(&w("a"), true);
+    let out = registered(
+        &mut state,
+        now,
+        &live,
+        &[("a", vec![]), ("b", vec![held(0, 1, HeldPhase::Active), held(1, 1, HeldPhase::Active)])],
+    );
+    assert!(out.sends.contains(&(w("a"), Command::DrainComplete)), "{out:?}");
+    // Its session drops and comes back while it runs: still drained.
+    state.step(&input(now, &[("a", WorkerHealth::Disconnected), ("b", LIVE)]));
+    assert!(state.is_draining(&w("a")));
+    // It exits: its lease record is gone (Expiring for the margin), and the drain ends.
+    state.step(&input(now, &[("a", WorkerHealth::Expiring), ("b", LIVE)]));
+    assert!(!state.is_draining(&w("a")) && !state.drained(&w("a")));
+    // The next process under the same id gets a shard for balance.
+    let later = now + Duration::from_secs(5);
+    let out = registered(&mut state, later, &live, &[("a", vec![])]);
+    assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
+}
