@@ -1,0 +1,79 @@
+//! Every process's log is free of panics and ERROR lines.
+
+use std::path::Path;
+
+use crate::Outcome;
+
+/// The text of a line without ANSI colour sequences (tracing colours its level).
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters… final byte in @..~
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether a log line is a panic or logged at ERROR (tracing's fmt: `TIME  LEVEL target: …`).
+pub fn is_error_line(line: &str) -> bool {
+    let line = plain(line);
+    line.contains("panicked at") || line.split_whitespace().take(3).any(|w| w == "ERROR")
+}
+
+/// The panic and ERROR lines of each `(process name, log file)`; an unreadable log is one too.
+pub fn no_errors_logged<'a>(logs: impl IntoIterator<Item = (&'a str, &'a Path)>) -> Outcome {
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for (process, path) in logs {
+        checked += 1;
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                for (i, line) in text.lines().enumerate().filter(|(_, l)| is_error_line(l)) {
+                    violations.push(format!("{process} ({}:{}): {}", path.display(), i + 1, plain(line)));
+                }
+            }
+            Err(e) => violations.push(format!("{process}: cannot read {}: {e}", path.display())),
+        }
+    }
+    Outcome::from_violations(
+        "no-panic-or-error-logged",
+        "no panic or ERROR line in any process log",
+        checked,
+        "process logs",
+        violations,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panics_and_error_lines_fail_and_warnings_pass() {
+        assert!(is_error_line("2026-11-26T10:00:00.1Z \u{1b}[31mERROR\u{1b}[0m worker: boom"));
+        assert!(is_error_line("thread 'main' panicked at worker/src/x.rs:1:1:"));
+        assert!(!is_error_line("2026-11-26T10:00:00.1Z  WARN worker: reconnecting"));
+        assert!(!is_error_line("2026-11-26T10:00:00.1Z  INFO worker: job ERRORS-1 done"));
+        let dir = std::env::temp_dir().join(format!("audits-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (good, bad) = (dir.join("good.log"), dir.join("bad.log"));
+        std::fs::write(&good, "2026-11-26T10:00:00Z  INFO started\n").expect("write");
+        std::fs::write(&bad, "2026-11-26T10:00:00Z  INFO started\n2026-11-26T10:00:01Z ERROR lost\n")
+            .expect("write");
+        assert!(no_errors_logged([("w-0", good.as_path())]).passed);
+        let outcome = no_errors_logged([("w-0", good.as_path()), ("w-1", bad.as_path())]);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!outcome.passed);
+        assert!(outcome.violations[0].starts_with("w-1 ("), "{outcome:?}");
+    }
+}
