@@ -18,8 +18,9 @@ pub struct CronJobUnderTest {
     pub schedule: String,
 }
 
-/// The CronJob controller's clock when workers run with `--test-clock SPEED@ANCHOR`:
-/// `anchor + (wall − anchor) · speed`.
+/// The controllers' clock when workers run with `--test-clock SPEED@ANCHOR`:
+/// `anchor + (wall − anchor) · speed`. It drives CronJob schedules, and also the times the
+/// controllers write (condition transitions) and wait for (TTLs); speed 1 is the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub struct CronClock {
     pub anchor: Timestamp,
@@ -40,6 +41,17 @@ impl CronClock {
     pub fn at(&self, wall: Timestamp) -> Timestamp {
         let since = wall.duration_since(self.anchor).as_secs_f64() * self.speed;
         self.anchor + jiff::SignedDuration::from_secs_f64(since)
+    }
+
+    /// The wall time at which the clock shows `t`.
+    pub fn wall_at(&self, t: Timestamp) -> Timestamp {
+        let since = t.duration_since(self.anchor).as_secs_f64() / self.speed;
+        self.anchor + jiff::SignedDuration::from_secs_f64(since)
+    }
+
+    /// The wall clock itself.
+    pub fn wall() -> Self {
+        Self { anchor: Timestamp::UNIX_EPOCH, speed: 1.0 }
     }
 
     pub fn now(&self) -> Timestamp {

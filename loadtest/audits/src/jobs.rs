@@ -8,6 +8,7 @@ use batchfleet_sim::audit::{AuditEvent, Stage};
 use jiff::Timestamp;
 
 use crate::Outcome;
+use crate::cron::CronClock;
 use crate::objects::{JobRecord, ObjectsSeen};
 
 /// The final status upstream's Job controller gives a Job of a known shape.
@@ -15,8 +16,9 @@ use crate::objects::{JobRecord, ObjectsSeen};
 pub struct ExpectedStatus {
     /// `Complete` or `Failed`.
     pub condition: String,
-    pub succeeded: i32,
-    pub failed: i32,
+    /// `None` where the shape does not fix it (failures racing in parallel pods).
+    pub succeeded: Option<i32>,
+    pub failed: Option<i32>,
     /// For Indexed Jobs, `status.completedIndexes`.
     pub completed_indexes: Option<String>,
 }
@@ -45,15 +47,15 @@ pub fn final_status_as_upstream(
         checked += 1;
         let st = record.status.clone().unwrap_or_default();
         let matches = record.finished.as_ref().is_some_and(|f| f.condition == want.condition)
-            && st.succeeded.unwrap_or(0) == want.succeeded
-            && st.failed.unwrap_or(0) == want.failed
+            && want.succeeded.is_none_or(|n| st.succeeded.unwrap_or(0) == n)
+            && want.failed.is_none_or(|n| st.failed.unwrap_or(0) == n)
             && st.active.unwrap_or(0) == 0
             && (want.completed_indexes.is_none()
                 || st.completed_indexes.as_deref().filter(|s| !s.is_empty())
                     == want.completed_indexes.as_deref());
         if !matches {
             violations.push(format!(
-                "{}/{}: {} (want {} succeeded {} failed {} completedIndexes {:?})",
+                "{}/{}: {} (want {} succeeded {:?} failed {:?} completedIndexes {:?})",
                 record.namespace,
                 record.name,
                 describe(record),
@@ -101,9 +103,16 @@ pub struct TtlCheck {
 }
 
 /// Every finished Job with a TTL was deleted, never before `finished + ttl` (upstream's rule, on
-/// the condition's whole-second `lastTransitionTime`); one whose expiry is more than `grace`
-/// before `end` must have been deleted by then.
-pub fn ttl_respected(seen: &ObjectsSeen, events: &[AuditEvent], end: Timestamp, grace: Duration) -> TtlCheck {
+/// the condition's whole-second `lastTransitionTime`), both on the controllers' `clock`; one
+/// whose expiry is more than `grace` (wall time) before `end` must have been deleted by then.
+/// The lags are in wall seconds.
+pub fn ttl_respected(
+    seen: &ObjectsSeen,
+    events: &[AuditEvent],
+    end: Timestamp,
+    grace: Duration,
+    clock: &CronClock,
+) -> TtlCheck {
     let deletes = job_deletes(events);
     let mut checked = 0;
     let mut lags = Vec::new();
@@ -113,14 +122,15 @@ pub fn ttl_respected(seen: &ObjectsSeen, events: &[AuditEvent], end: Timestamp, 
         checked += 1;
         let expiry = finished.at + jiff::SignedDuration::from_secs(i64::from(ttl));
         let key = (record.namespace.clone(), record.name.clone());
-        match deletes.get(&key) {
-            Some(deleted) if *deleted < expiry => violations.push(format!(
-                "{}/{}: deleted {deleted}, before its TTL expired at {expiry}",
+        match deletes.get(&key).map(|d| clock.at(*d)) {
+            Some(deleted) if deleted < expiry => violations.push(format!(
+                "{}/{}: deleted {deleted}, before its TTL expired at {expiry} (controllers' clock)",
                 record.namespace, record.name
             )),
-            Some(deleted) => lags.push(deleted.duration_since(expiry).as_secs_f64()),
+            Some(deleted) => lags.push(deleted.duration_since(expiry).as_secs_f64() / clock.speed),
             None => {
-                let overdue = end.duration_since(expiry).as_secs_f64() > grace.as_secs_f64();
+                let overdue =
+                    clock.at(end).duration_since(expiry).as_secs_f64() / clock.speed > grace.as_secs_f64();
                 if overdue {
                     violations.push(format!(
                         "{}/{}: TTL expired at {expiry}, not deleted by {end}",
@@ -173,7 +183,7 @@ mod tests {
             audit_event("2026-11-26T10:00:10.250000Z", "delete", worker, "jobs", "ns", "ok", 200),
         ];
         let end: Timestamp = "2026-11-26T10:01:00Z".parse().expect("time");
-        let check = ttl_respected(&seen, &events, end, Duration::from_secs(5));
+        let check = ttl_respected(&seen, &events, end, Duration::from_secs(5), &CronClock::wall());
         assert!(!check.outcome.passed);
         let mut v = check.outcome.violations.clone();
         v.sort();
@@ -182,7 +192,7 @@ mod tests {
         assert_eq!(check.lags, vec![0.25]);
         // Within the grace, a Job not yet deleted is no violation.
         let soon: Timestamp = "2026-11-26T10:00:12Z".parse().expect("time");
-        let check = ttl_respected(&seen, &events[1..], soon, Duration::from_secs(5));
+        let check = ttl_respected(&seen, &events[1..], soon, Duration::from_secs(5), &CronClock::wall());
         assert!(check.outcome.passed, "{:?}", check.outcome);
     }
 
@@ -192,13 +202,13 @@ mod tests {
         seen.apply_job(&finished_job("j", None, 2, "2026-11-26T10:00:00Z"), Timestamp::now(), false);
         let want = |succeeded| ExpectedStatus {
             condition: "Complete".into(),
-            succeeded,
-            failed: 0,
+            succeeded: Some(succeeded),
+            failed: Some(0),
             completed_indexes: None,
         };
         assert!(final_status_as_upstream(&seen, |_| Some(want(2))).passed);
         let outcome = final_status_as_upstream(&seen, |_| Some(want(3)));
         assert!(!outcome.passed);
-        assert!(outcome.violations[0].contains("want Complete succeeded 3"), "{outcome:?}");
+        assert!(outcome.violations[0].contains("want Complete succeeded Some(3)"), "{outcome:?}");
     }
 }

@@ -17,6 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 
 use crate::Outcome;
+use crate::cron::CronClock;
 
 /// How a Job finished, by its condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,16 +309,17 @@ pub fn parallelism_never_exceeded(seen: &ObjectsSeen) -> Outcome {
 }
 
 /// No pod was created (by its server `creationTimestamp`) after its Job finished (by its
-/// condition's `lastTransitionTime`). Both are whole seconds, so a pod created within the second
-/// the Job finished is not told apart.
-pub fn no_pod_after_finish(seen: &ObjectsSeen) -> Outcome {
+/// condition's `lastTransitionTime`, on the controllers' `clock`). Both are whole seconds, so
+/// only a pod created in a second wholly after the finishing one counts.
+pub fn no_pod_after_finish(seen: &ObjectsSeen, clock: &CronClock) -> Outcome {
     let violations = seen
         .jobs
         .values()
         .filter_map(|j| {
             let finished = j.finished.as_ref()?;
             let (created, pod) = j.newest_pod.as_ref()?;
-            (*created > finished.at).then(|| {
+            let finished_by = clock.wall_at(finished.at + jiff::SignedDuration::from_secs(1));
+            (*created >= finished_by).then(|| {
                 format!(
                     "{}/{}: pod {pod} created {created}, after the Job was {} at {}",
                     j.namespace, j.name, finished.condition, finished.at
@@ -401,9 +403,9 @@ mod tests {
         let mut seen = ObjectsSeen::default();
         seen.apply_pod(&pod("a", "j", "Succeeded", "2026-11-26T10:00:00Z"), now);
         seen.apply_job(&job("j", 1, Some("2026-11-26T10:00:01Z")), now, false);
-        assert!(no_pod_after_finish(&seen).passed);
+        assert!(no_pod_after_finish(&seen, &CronClock::wall()).passed);
         seen.apply_pod(&pod("late", "j", "Pending", "2026-11-26T10:00:02Z"), now);
-        let outcome = no_pod_after_finish(&seen);
+        let outcome = no_pod_after_finish(&seen, &CronClock::wall());
         assert!(!outcome.passed, "{outcome:?}");
         assert!(outcome.violations[0].contains("pod pod-late"), "{outcome:?}");
     }
