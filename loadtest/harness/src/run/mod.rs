@@ -1,0 +1,429 @@
+//! `loadtest run SCENARIO`: the sim cluster (in this process, with its audit log), the fleet as
+//! processes beside it, a scenario's workload and faults over time with live progress, then the
+//! audits from the server's side, the goals, and the report in the run's folder.
+
+mod expect;
+mod faults;
+mod report;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use batchfleet_audits::cron::CronClock;
+use batchfleet_audits::logs::ExpectedError;
+use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
+use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
+use batchfleet_sim::audit::AuditEvent;
+use batchfleet_sim::{SimCluster, SimConfig};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use jiff::Timestamp;
+use tokio::process::Child;
+use tokio::time::Instant;
+
+use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
+use crate::proc_stat::UsageSampler;
+use crate::scenario::{FaultAction, Scenario, Store};
+use report::{HARNESS, JobCounts, Latencies, Report};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// A scenario file, or the name of one in loadtest/scenarios/ (`job-burst`, `worker-churn`, …).
+    pub scenario: String,
+    /// The run's folder: report.json, latency-cdf.svg, audit.log, the processes' logs and the
+    /// harness's own log (default target/loadtest/<scenario>-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `target/loadtest/<scenario>-<UTC time>` of the workspace.
+pub fn default_out(scenario: &str) -> PathBuf {
+    let time = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/loadtest").join(format!("{scenario}-{time}"))
+}
+
+/// How long the fleet may take to start and place every shard (debug builds, a busy machine).
+const START_WITHIN: Duration = Duration::from_secs(240);
+/// A scheduled time this close to the workload's end may not have been acted on yet; the cron
+/// audit's window closes this much (wall time) before it.
+const CRON_WINDOW_LAG: Duration = Duration::from_secs(5);
+
+/// The controllers beside the sim; every process is killed when dropped.
+enum Controllers {
+    Fleet(FleetProcesses),
+    Standalone(Child),
+}
+
+impl Controllers {
+    async fn start(
+        scenario: &Scenario,
+        kubeconfig: &Path,
+        logs: &Path,
+        store_flags: Vec<String>,
+        clock: &CronClock,
+        sampler: &UsageSampler,
+    ) -> anyhow::Result<Self> {
+        let fleet = &scenario.fleet;
+        let mut worker_flags = Vec::new();
+        if fleet.cron_clock_speed != 1.0 {
+            worker_flags.extend(["--test-clock".to_string(), clock.flag()]);
+        }
+        if fleet.standalone {
+            let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+            worker_flags.extend(["--shards".to_string(), fleet.shards.to_string()]);
+            let mut worker = fleet_processes::start_standalone(kubeconfig, metrics, logs, &worker_flags)?;
+            sampler.register("standalone", worker.id());
+            fleet_processes::wait_standalone_ready(&mut worker, metrics, logs, START_WITHIN).await?;
+            return Ok(Self::Standalone(worker));
+        }
+        let leader = fleet.leader_lease.0;
+        let format = |d: Duration| humantime::format_duration(d).to_string();
+        let layout = FleetLayout {
+            shards: fleet.shards,
+            coordinators: fleet.coordinators,
+            workers: fleet.workers,
+            worker_lease: format(fleet.worker_lease.0),
+            common_flags: store_flags,
+            coordinator_flags: vec![
+                "--worker-lease-margin".into(),
+                format(fleet.lease_margin.0),
+                "--leader-elect-lease-duration".into(),
+                format(leader),
+                "--leader-elect-renew-deadline".into(),
+                format(leader * 3 / 4),
+                "--leader-elect-retry-period".into(),
+                format(leader / 10),
+            ],
+            worker_flags,
+        };
+        let processes = fleet_processes::start(kubeconfig, &layout, logs).await?;
+        for (i, c) in processes.coordinators.iter().enumerate() {
+            sampler.register(&format!("coordinator-{i}"), c.id());
+        }
+        for (id, w) in &processes.workers {
+            sampler.register(id, w.id());
+        }
+        processes.wait_placed(START_WITHIN).await?;
+        Ok(Self::Fleet(processes))
+    }
+
+    /// Kills every process and waits for each.
+    async fn stop(self) {
+        match self {
+            Self::Fleet(mut fleet) => {
+                for child in fleet.coordinators.iter_mut().chain(fleet.workers.iter_mut().map(|(_, c)| c)) {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+            }
+            Self::Standalone(mut worker) => {
+                let _ = worker.start_kill();
+                let _ = worker.wait().await;
+            }
+        }
+    }
+
+    /// The logs of the fleet's processes (every one ever started: a restart appends).
+    fn log_files(&self, dir: &Path) -> Vec<(String, PathBuf)> {
+        let names: Vec<String> = match self {
+            Self::Fleet(fleet) => (0..fleet.coordinators.len())
+                .map(|i| format!("coordinator-{i}"))
+                .chain(fleet.workers.iter().map(|(id, _)| id.clone()))
+                .collect(),
+            Self::Standalone(_) => vec!["standalone".into()],
+        };
+        names.into_iter().map(|n| (n.clone(), dir.join(format!("{n}.log")))).collect()
+    }
+}
+
+/// The audit log once the sim wrote everything it was sent: its size the same twice in a row
+/// and every line whole.
+async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last_len = None;
+    loop {
+        let len = std::fs::metadata(path).map(|m| m.len()).ok();
+        if len.is_some()
+            && len == last_len
+            && let Ok(events) = batchfleet_sim::audit::read_log(path)
+        {
+            return Ok(events);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the audit log {} did not settle within 30s",
+            path.display()
+        );
+        last_len = len;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn bar(progress: &MultiProgress, len: usize, what: &str) -> ProgressBar {
+    let bar = progress.add(ProgressBar::new(len as u64));
+    let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// Whether everything the workload started is over: every Job finished, every finished Job with
+/// a TTL deleted.
+fn settled(seen: &ObjectsSeen) -> bool {
+    seen.jobs.values().all(|j| j.deleted_seen.is_some() || (j.finished.is_some() && j.ttl_seconds.is_none()))
+}
+
+fn finished_count(seen: &ObjectsSeen) -> usize {
+    seen.jobs.values().filter(|j| j.finished.is_some()).count()
+}
+
+/// Runs `scenario` with its output in `out`; answers whether every audit and goal passed, and
+/// the report's path.
+pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
+    let started = Timestamp::now();
+    let wall = Instant::now();
+    let logs_dir = out.join("logs");
+    std::fs::create_dir_all(&logs_dir)?;
+    let sampler = UsageSampler::start(Duration::from_millis(500));
+    sampler.register(HARNESS, Some(std::process::id()));
+
+    let audit_path = out.join("audit.log");
+    let sim = SimCluster::start(SimConfig {
+        nodes: scenario.sim.nodes,
+        audit_log: Some(audit_path.clone()),
+        ..SimConfig::default()
+    })
+    .await
+    .context("starting the sim cluster")?;
+    let kubeconfig = out.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)?;
+    tracing::info!(url = %sim.url(), "sim cluster started");
+    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
+    workload::create_namespaces(&client, &namespaces).await?;
+
+    let etcd: Option<EtcdProcess> = match scenario.fleet.store {
+        Store::Etcd if !scenario.fleet.standalone => {
+            let etcd =
+                fleet_processes::start_etcd(&out.join("etcd-data"), &logs_dir, Duration::from_secs(30))
+                    .await?;
+            sampler.register("etcd", etcd.child.id());
+            Some(etcd)
+        }
+        _ => None,
+    };
+    let store_flags = match &etcd {
+        Some(etcd) => vec!["--store".into(), "etcd".into(), "--etcd-endpoints".into(), etcd.endpoint.clone()],
+        None => Vec::new(),
+    };
+    let clock = CronClock::starting_now(scenario.fleet.cron_clock_speed);
+    println!("scenario {name}: {}", scenario.description);
+    println!("starting the fleet (logs in {})", logs_dir.display());
+    let mut controllers =
+        Controllers::start(&scenario, &kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?;
+    let watch = ObjectWatch::start(&client, Duration::from_secs(30)).await?;
+    let cronjobs = workload::create_cronjobs(&client, &scenario.workload, &namespaces).await?;
+    let cron_from = clock.now();
+
+    let planned = workload::planned_jobs(&scenario.workload, scenario.duration.0);
+    let progress = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let created_bar = bar(&progress, planned, "created");
+    let finished_bar = bar(&progress, planned, "finished");
+    let status = progress.add(ProgressBar::new_spinner());
+    status.enable_steady_tick(Duration::from_millis(200));
+    let sent = Arc::new(workload::Sent::default());
+    let ticker = {
+        let (sent, seen) = (sent.clone(), watch.seen.clone());
+        let (created_bar, finished_bar) = (created_bar.clone(), finished_bar.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                created_bar.set_position(sent.created() as u64);
+                let (seen_jobs, finished) = {
+                    let seen = seen.lock();
+                    (seen.jobs.len(), finished_count(&seen))
+                };
+                // CronJobs add Jobs beyond the planned ones.
+                finished_bar.set_length(seen_jobs.max(planned) as u64);
+                finished_bar.set_position(finished as u64);
+            }
+        })
+    };
+
+    let start = Instant::now();
+    let until = start + scenario.duration.0;
+    status.set_message(format!("workload for {}", scenario.duration));
+    let on_fault = |f: &faults::FaultRecord| {
+        status.set_message(format!(
+            "fault at {:.1}s: {} {} — {}",
+            f.applied_seconds, f.action, f.target, f.result
+        ))
+    };
+    let generate = workload::send_jobs(
+        client.clone(),
+        scenario.workload.clone(),
+        namespaces.clone(),
+        start,
+        until,
+        sent.clone(),
+    );
+    let fault_records = match &mut controllers {
+        Controllers::Fleet(fleet) => {
+            let (_, records, _) = tokio::join!(
+                generate,
+                faults::run(fleet, &scenario.faults, start, &sampler, on_fault),
+                tokio::time::sleep_until(until)
+            );
+            records
+        }
+        Controllers::Standalone(_) => {
+            tokio::join!(generate, tokio::time::sleep_until(until));
+            Vec::new()
+        }
+    };
+    let cron_to = clock.at(Timestamp::now() - jiff::SignedDuration::try_from(CRON_WINDOW_LAG)?);
+    workload::suspend_cronjobs(&client, &cronjobs).await;
+
+    status.set_message(format!(
+        "waiting up to {} for every Job to finish and every TTL to pass",
+        scenario.settle
+    ));
+    let settle_deadline = Instant::now() + scenario.settle.0;
+    while !settled(&watch.seen.lock()) && Instant::now() < settle_deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    ticker.abort();
+    created_bar.finish();
+    finished_bar.finish();
+    status.finish_with_message("workload over; auditing");
+    let end = Timestamp::now();
+
+    let epochs = match &controllers {
+        Controllers::Fleet(fleet) => {
+            fleet.shard_epochs().await.context("reading shard epochs from the leader")?
+        }
+        Controllers::Standalone(_) => BTreeMap::new(),
+    };
+    let moves: BTreeMap<u32, u64> = epochs.into_iter().map(|(s, e)| (s, e.saturating_sub(1))).collect();
+    let usage = sampler.finish();
+    let log_files = controllers.log_files(&logs_dir);
+    controllers.stop().await;
+    if let Some(mut etcd) = etcd {
+        let _ = etcd.child.start_kill();
+        let _ = etcd.child.wait().await;
+    }
+    let seen = std::mem::take(&mut *watch.seen.lock());
+    drop(watch);
+    let events = settled_audit_log(&audit_path).await?;
+
+    let in_scope = |ns: &str| namespaces.iter().any(|n| n == ns);
+    // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
+    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
+    let ttl = jobs::ttl_respected(&seen, &events, end, ttl_grace, &clock);
+    // A paused worker's lease lapses, which it logs as an error: the fault, not a fault of its.
+    let expected_errors: Vec<ExpectedError> = scenario
+        .faults
+        .iter()
+        .filter(|f| f.action == FaultAction::PauseWorker)
+        .filter_map(|f| f.worker.clone())
+        .map(|process| ExpectedError { process, contains: "the worker lease lapsed".into() })
+        .collect();
+    let create_errors = sent.errors.lock().clone();
+    let mut audits = vec![
+        Outcome::from_violations(
+            "all-jobs-created",
+            "every planned Job created",
+            planned,
+            "Jobs planned",
+            create_errors.clone(),
+        ),
+        tenure::tenures_never_overlap(&events, scenario.fleet.shards, &moves, in_scope),
+        objects::parallelism_never_exceeded(&seen),
+        objects::no_pod_after_finish(&seen, &clock),
+        jobs::final_status_as_upstream(&seen, |j| {
+            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
+        }),
+        objects::job_names_created_once(&seen),
+        ttl.outcome,
+        logs::no_errors_logged(log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
+    ];
+    if !cronjobs.is_empty() {
+        audits.push(cron::every_time_ran_once(&seen, &cronjobs, cron_from, cron_to));
+    }
+
+    let created_at = sent.created_at.lock().clone();
+    let mut latencies = Latencies::default();
+    for j in seen.jobs.values() {
+        let Some(created) = created_at.get(&(j.namespace.clone(), j.name.clone())) else { continue };
+        let since = |t: Option<Timestamp>| t.map(|t| t.duration_since(*created).as_secs_f64());
+        latencies.first_pod.extend(since(j.first_pod_seen));
+        latencies.all_pods_created.extend(since(j.last_pod_seen));
+        latencies.finished.extend(since(j.finished.as_ref().map(|f| f.seen)));
+    }
+    let latency = report::latency_table(&latencies);
+    let ttl_lag = report::Percentiles::of(&ttl.lags);
+    let processes = report::processes(&usage);
+    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
+    let passed = audits.iter().chain(&goals).all(|o| o.passed);
+    let violations = audits
+        .iter()
+        .chain(&goals)
+        .filter(|o| !o.violations.is_empty())
+        .map(|o| (o.name.clone(), o.violations.clone()))
+        .collect();
+    let finished_with = |c: &str| {
+        seen.jobs.values().filter(|j| j.finished.as_ref().is_some_and(|f| f.condition == c)).count()
+    };
+    let plot_path = out.join("latency-cdf.svg");
+    let plot_result = report::plot_latencies(&plot_path, name, &latencies);
+    if let Err(e) = &plot_result {
+        tracing::warn!(error = %e, "plotting the latencies failed");
+    }
+    let mut files = BTreeMap::from([
+        ("audit_log".to_string(), audit_path.display().to_string()),
+        ("process_logs".to_string(), logs_dir.display().to_string()),
+        ("harness_log".to_string(), out.join("loadtest.log").display().to_string()),
+        ("kubeconfig".to_string(), kubeconfig.display().to_string()),
+    ]);
+    if plot_result.is_ok() {
+        files.insert("latency_cdf".into(), plot_path.display().to_string());
+    }
+    let report = Report {
+        scenario: name.to_string(),
+        description: scenario.description.clone(),
+        started: started.to_string(),
+        wall_seconds: report::seconds(wall.elapsed()),
+        passed,
+        audits,
+        goals,
+        violations,
+        jobs: JobCounts {
+            planned,
+            created: sent.created(),
+            create_errors: create_errors.len(),
+            seen: seen.jobs.len(),
+            complete: finished_with("Complete"),
+            failed: finished_with("Failed"),
+            unfinished: seen.jobs.values().filter(|j| j.finished.is_none()).count(),
+        },
+        latency_seconds: latency,
+        ttl_lag_seconds: ttl_lag,
+        faults: fault_records,
+        processes,
+        api_requests: api_usage::requests_by_process(&events),
+        files,
+    };
+    let path = out.join("report.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    print!("{}", report::summary(&report));
+    drop(sim);
+    Ok((passed, path))
+}
