@@ -120,6 +120,12 @@ pub struct FleetSpec {
     /// (`fleet-worker --test-clock`), so that minutes of schedule pass in seconds.
     #[serde(default = "one_f64")]
     pub cron_clock_speed: f64,
+    /// The workers' `--kube-api-qps` and `--kube-api-burst` (kube-controller-manager's 20 and 30
+    /// when absent): the client rate each worker's controllers may write at.
+    #[serde(default)]
+    pub kube_api_qps: Option<f64>,
+    #[serde(default)]
+    pub kube_api_burst: Option<u32>,
 }
 
 fn one() -> usize {
@@ -156,6 +162,8 @@ impl Default for FleetSpec {
             lease_margin: default_lease_margin(),
             leader_lease: default_leader_lease(),
             cron_clock_speed: 1.0,
+            kube_api_qps: None,
+            kube_api_burst: None,
         }
     }
 }

@@ -72,6 +72,12 @@ impl Controllers {
         if fleet.cron_clock_speed != 1.0 {
             worker_flags.extend(["--test-clock".to_string(), clock.flag()]);
         }
+        if let Some(qps) = fleet.kube_api_qps {
+            worker_flags.extend(["--kube-api-qps".to_string(), qps.to_string()]);
+        }
+        if let Some(burst) = fleet.kube_api_burst {
+            worker_flags.extend(["--kube-api-burst".to_string(), burst.to_string()]);
+        }
         if fleet.standalone {
             let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
             worker_flags.extend(["--shards".to_string(), fleet.shards.to_string()]);
