@@ -174,7 +174,13 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         )
         .init();
     let result = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime.block_on(run::run(&name, scenario, &out)),
+        // Ctrl-C drops the run, and with it every process it started (killed on drop).
+        Ok(runtime) => runtime.block_on(async {
+            tokio::select! {
+                result = run::run(&name, scenario, &out) => result,
+                _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+            }
+        }),
         Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
     };
     match result {
