@@ -4,6 +4,7 @@
 
 mod expect;
 mod faults;
+mod progress;
 mod report;
 mod workload;
 
@@ -14,13 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use batchfleet_audits::cron::CronClock;
+use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
 use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
 use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
 use batchfleet_sim::audit::AuditEvent;
 use batchfleet_sim::{SimCluster, SimConfig};
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use jiff::Timestamp;
 use tokio::process::Child;
 use tokio::time::Instant;
@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{FaultAction, Scenario, Store};
+use progress::Progress;
 use report::{HARNESS, JobCounts, Latencies, Report};
 
 #[derive(clap::Args, Debug)]
@@ -169,24 +170,68 @@ async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
     }
 }
 
-fn bar(progress: &MultiProgress, len: usize, what: &str) -> ProgressBar {
-    let bar = progress.add(ProgressBar::new(len as u64));
-    let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(what.to_string());
-    bar
-}
-
 /// Whether everything the workload started is over: every Job finished, every finished Job with
 /// a TTL deleted.
 fn settled(seen: &ObjectsSeen) -> bool {
     seen.jobs.values().all(|j| j.deleted_seen.is_some() || (j.finished.is_some() && j.ttl_seconds.is_none()))
 }
 
-fn finished_count(seen: &ObjectsSeen) -> usize {
-    seen.jobs.values().filter(|j| j.finished.is_some()).count()
+/// What a run saw, for the audits.
+struct Observed<'a> {
+    scenario: &'a Scenario,
+    seen: &'a ObjectsSeen,
+    events: &'a [AuditEvent],
+    namespaces: &'a [String],
+    /// Per shard, its changes of owner (epoch − 1).
+    moves: &'a BTreeMap<u32, u64>,
+    cronjobs: &'a [CronJobUnderTest],
+    /// The scheduled times every CronJob had to run, on the controllers' clock.
+    cron_window: (Timestamp, Timestamp),
+    clock: &'a CronClock,
+    end: Timestamp,
+    log_files: &'a [(String, PathBuf)],
+    planned: usize,
+    create_errors: &'a [String],
+}
+
+/// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
+fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
+    let scenario = o.scenario;
+    let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
+    // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
+    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
+    let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
+    // A paused worker's lease lapses, which it logs as an error: the fault, not a fault of its.
+    let expected_errors: Vec<ExpectedError> = scenario
+        .faults
+        .iter()
+        .filter(|f| f.action == FaultAction::PauseWorker)
+        .filter_map(|f| f.worker.clone())
+        .map(|process| ExpectedError { process, contains: "the worker lease lapsed".into() })
+        .collect();
+    let mut audits = vec![
+        Outcome::from_violations(
+            "all-jobs-created",
+            "every planned Job created",
+            o.planned,
+            "Jobs planned",
+            o.create_errors.to_vec(),
+        ),
+        tenure::tenures_never_overlap(o.events, scenario.fleet.shards, o.moves, in_scope),
+        objects::parallelism_never_exceeded(o.seen),
+        objects::no_pod_after_finish(o.seen, o.clock),
+        jobs::final_status_as_upstream(o.seen, |j| {
+            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
+        }),
+        objects::job_names_created_once(o.seen),
+        ttl.outcome,
+        logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
+    ];
+    if !o.cronjobs.is_empty() {
+        let (from, to) = o.cron_window;
+        audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
+    }
+    (audits, ttl.lags)
 }
 
 /// Runs `scenario` with its output in `out`; answers whether every audit and goal passed, and
@@ -238,39 +283,14 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let cron_from = clock.now();
 
     let planned = workload::planned_jobs(&scenario.workload, scenario.duration.0);
-    let progress = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-    let created_bar = bar(&progress, planned, "created");
-    let finished_bar = bar(&progress, planned, "finished");
-    let status = progress.add(ProgressBar::new_spinner());
-    status.enable_steady_tick(Duration::from_millis(200));
     let sent = Arc::new(workload::Sent::default());
-    let ticker = {
-        let (sent, seen) = (sent.clone(), watch.seen.clone());
-        let (created_bar, finished_bar) = (created_bar.clone(), finished_bar.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(250));
-            loop {
-                tick.tick().await;
-                created_bar.set_position(sent.created() as u64);
-                let (seen_jobs, finished) = {
-                    let seen = seen.lock();
-                    (seen.jobs.len(), finished_count(&seen))
-                };
-                // CronJobs add Jobs beyond the planned ones.
-                finished_bar.set_length(seen_jobs.max(planned) as u64);
-                finished_bar.set_position(finished as u64);
-            }
-        })
-    };
-
+    let progress = Progress::start(planned, sent.clone(), watch.seen.clone());
     let start = Instant::now();
     let until = start + scenario.duration.0;
-    status.set_message(format!("workload for {}", scenario.duration));
+    progress.status(format!("workload for {}", scenario.duration));
     let on_fault = |f: &faults::FaultRecord| {
-        status.set_message(format!(
-            "fault at {:.1}s: {} {} — {}",
-            f.applied_seconds, f.action, f.target, f.result
-        ))
+        progress
+            .status(format!("fault at {:.1}s: {} {} — {}", f.applied_seconds, f.action, f.target, f.result))
     };
     let generate = workload::send_jobs(
         client.clone(),
@@ -297,18 +317,13 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let cron_to = clock.at(Timestamp::now() - jiff::SignedDuration::try_from(CRON_WINDOW_LAG)?);
     workload::suspend_cronjobs(&client, &cronjobs).await;
 
-    status.set_message(format!(
-        "waiting up to {} for every Job to finish and every TTL to pass",
-        scenario.settle
-    ));
+    progress
+        .status(format!("waiting up to {} for every Job to finish and every TTL to pass", scenario.settle));
     let settle_deadline = Instant::now() + scenario.settle.0;
     while !settled(&watch.seen.lock()) && Instant::now() < settle_deadline {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    ticker.abort();
-    created_bar.finish();
-    finished_bar.finish();
-    status.finish_with_message("workload over; auditing");
+    progress.finish("workload over; auditing");
     let end = Timestamp::now();
 
     let epochs = match &controllers {
@@ -329,40 +344,21 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     drop(watch);
     let events = settled_audit_log(&audit_path).await?;
 
-    let in_scope = |ns: &str| namespaces.iter().any(|n| n == ns);
-    // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
-    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
-    let ttl = jobs::ttl_respected(&seen, &events, end, ttl_grace, &clock);
-    // A paused worker's lease lapses, which it logs as an error: the fault, not a fault of its.
-    let expected_errors: Vec<ExpectedError> = scenario
-        .faults
-        .iter()
-        .filter(|f| f.action == FaultAction::PauseWorker)
-        .filter_map(|f| f.worker.clone())
-        .map(|process| ExpectedError { process, contains: "the worker lease lapsed".into() })
-        .collect();
     let create_errors = sent.errors.lock().clone();
-    let mut audits = vec![
-        Outcome::from_violations(
-            "all-jobs-created",
-            "every planned Job created",
-            planned,
-            "Jobs planned",
-            create_errors.clone(),
-        ),
-        tenure::tenures_never_overlap(&events, scenario.fleet.shards, &moves, in_scope),
-        objects::parallelism_never_exceeded(&seen),
-        objects::no_pod_after_finish(&seen, &clock),
-        jobs::final_status_as_upstream(&seen, |j| {
-            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
-        }),
-        objects::job_names_created_once(&seen),
-        ttl.outcome,
-        logs::no_errors_logged(log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
-    ];
-    if !cronjobs.is_empty() {
-        audits.push(cron::every_time_ran_once(&seen, &cronjobs, cron_from, cron_to));
-    }
+    let (audits, ttl_lags) = audit(&Observed {
+        scenario: &scenario,
+        seen: &seen,
+        events: &events,
+        namespaces: &namespaces,
+        moves: &moves,
+        cronjobs: &cronjobs,
+        cron_window: (cron_from, cron_to),
+        clock: &clock,
+        end,
+        log_files: &log_files,
+        planned,
+        create_errors: &create_errors,
+    });
 
     let created_at = sent.created_at.lock().clone();
     let mut latencies = Latencies::default();
@@ -374,7 +370,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         latencies.finished.extend(since(j.finished.as_ref().map(|f| f.seen)));
     }
     let latency = report::latency_table(&latencies);
-    let ttl_lag = report::Percentiles::of(&ttl.lags);
+    let ttl_lag = report::Percentiles::of(&ttl_lags);
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
     let passed = audits.iter().chain(&goals).all(|o| o.passed);
