@@ -301,6 +301,9 @@ pub enum FaultAction {
     AddWorker,
     /// SIGKILL the leading coordinator.
     KillLeader,
+    /// Sets the sim's API faults (`api`): latency, error rates, watch drops; an empty `api`
+    /// clears them.
+    ApiFaults,
 }
 
 impl FaultAction {
@@ -315,11 +318,12 @@ impl FaultAction {
             Self::RestartWorker => "restart-worker",
             Self::AddWorker => "add-worker",
             Self::KillLeader => "kill-leader",
+            Self::ApiFaults => "api-faults",
         }
     }
 
     fn needs_worker(self) -> bool {
-        !matches!(self, Self::AddWorker | Self::KillLeader)
+        !matches!(self, Self::AddWorker | Self::KillLeader | Self::ApiFaults)
     }
 }
 
@@ -335,6 +339,78 @@ pub struct Fault {
     /// For `pause-worker`: how long it stays stopped.
     #[serde(default)]
     pub resume_after: Option<Span>,
+    /// For `api-faults`: what the sim does to requests from then on.
+    #[serde(default)]
+    pub api: Option<ApiFaults>,
+}
+
+/// The sim's fault injection (its admin endpoint's `FaultConfig`), checked field by field.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiFaults {
+    /// Seeds the sim's choices, so that a run can be repeated.
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub rules: Vec<ApiFaultRule>,
+    /// Close each watch after this many events.
+    #[serde(default)]
+    pub watch_drop_after_events: Option<u64>,
+    /// Close each watch after this long.
+    #[serde(default)]
+    pub watch_drop_after: Option<Span>,
+    /// Hold every batch of watch events this long.
+    #[serde(default)]
+    pub watch_delay: Option<Span>,
+}
+
+/// Requests of a verb and resource (empty: all) get latency and errors at rates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiFaultRule {
+    #[serde(default)]
+    pub verb: String,
+    /// Plural resource, optionally with its subresource (`jobs/status`).
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub latency: Option<Span>,
+    /// Status code → probability in [0, 1]; 409, 429, 500, 503 and 504 are honoured.
+    #[serde(default)]
+    pub error_rates: std::collections::BTreeMap<u16, f64>,
+    /// Retry-After seconds sent with 429 and 503.
+    #[serde(default)]
+    pub retry_after_seconds: u64,
+}
+
+impl ApiFaults {
+    /// As the sim takes it.
+    pub fn to_sim(&self) -> batchfleet_sim::faults::FaultConfig {
+        use batchfleet_sim::faults::{ErrorRate, FaultConfig, FaultRule, WatchFaults};
+        FaultConfig {
+            seed: self.seed,
+            rules: self
+                .rules
+                .iter()
+                .map(|r| FaultRule {
+                    verb: r.verb.clone(),
+                    resource: r.resource.clone(),
+                    latency_ms: r.latency.map_or(0, |l| l.0.as_millis() as u64),
+                    error_rates: r
+                        .error_rates
+                        .iter()
+                        .map(|(code, rate)| ErrorRate { code: *code, rate: *rate })
+                        .collect(),
+                    retry_after_seconds: r.retry_after_seconds,
+                })
+                .collect(),
+            watch: WatchFaults {
+                drop_after_events: self.watch_drop_after_events,
+                drop_after_seconds: self.watch_drop_after.map(|d| d.0.as_secs_f64()),
+                delay_ms: self.watch_delay.map(|d| d.0.as_millis() as u64),
+            },
+        }
+    }
 }
 
 /// The goals a run passes or fails on, besides the audits; each is checked only when set.
@@ -452,6 +528,17 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
         if (fault.action == FaultAction::PauseWorker) != fault.resume_after.is_some() {
             return invalid(format!("faults[{i}].resume_after"), "set for pause-worker, and only for it");
         }
+        if (fault.action == FaultAction::ApiFaults) != fault.api.is_some() {
+            return invalid(format!("faults[{i}].api"), "set for api-faults, and only for it");
+        }
+        for (j, rule) in fault.api.iter().flat_map(|a| a.rules.iter()).enumerate() {
+            if let Some((code, rate)) = rule.error_rates.iter().find(|(_, r)| !(0.0..=1.0).contains(*r)) {
+                return invalid(
+                    format!("faults[{i}].api.rules[{j}].error_rates.{code}"),
+                    &format!("{rate} is not a probability in [0, 1]"),
+                );
+            }
+        }
     }
     Ok(scenario)
 }
@@ -492,6 +579,10 @@ mod tests {
         assert!(e.contains("faults[0].action") && e.contains("unknown variant `explode`"), "{e}");
         let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: kill-worker}\n");
         assert_eq!(e, "faults[0].worker: this action needs the worker's id");
+        let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verb: create, error_rates: {429: 2}}]}}\n");
+        assert_eq!(e, "faults[0].api.rules[0].error_rates.429: 2 is not a probability in [0, 1]");
+        let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verbs: create}]}}\n");
+        assert!(e.contains("faults[0].api.rules[0]") && e.contains("unknown field `verbs`"), "{e}");
         let e = error("duration: 1s\nfleet: {shards: 12}\nworkload: {}\n");
         assert_eq!(e, "fleet.shards: must be a power of two");
         let e = error("duration: 1s\nworkload:\n  cronjobs: [{name: c, schedule: '* * *'}]\n");

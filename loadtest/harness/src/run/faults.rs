@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_proto::v1 as pb;
+use batchfleet_sim::SimCluster;
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -40,6 +41,7 @@ fn worker_index(fleet: &FleetProcesses, id: &str) -> anyhow::Result<usize> {
 /// did once every paused worker was resumed.
 pub async fn run(
     fleet: &mut FleetProcesses,
+    sim: &SimCluster,
     faults: &[Fault],
     start: Instant,
     sampler: &UsageSampler,
@@ -54,7 +56,7 @@ pub async fn run(
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().unwrap_or_default();
-        let result = apply(fleet, fault, sampler, &mut restarts, &mut pauses).await;
+        let result = apply(fleet, sim, fault, sampler, &mut restarts, &mut pauses).await;
         let record = FaultRecord {
             due_seconds: fault.at.0.as_secs_f64(),
             applied_seconds: applied,
@@ -77,6 +79,7 @@ pub async fn run(
 
 async fn apply(
     fleet: &mut FleetProcesses,
+    sim: &SimCluster,
     fault: &Fault,
     sampler: &UsageSampler,
     restarts: &mut usize,
@@ -142,6 +145,12 @@ async fn apply(
             sampler.register(&id, child.id());
             fleet.workers.push((id.clone(), child));
             Ok(format!("started {id}"))
+        }
+        FaultAction::ApiFaults => {
+            let config = fault.api.clone().unwrap_or_default().to_sim();
+            let rules = config.rules.len();
+            sim.faults().configure(config);
+            Ok(format!("{rules} API fault rules set"))
         }
         FaultAction::KillLeader => {
             let leader = fleet.leader_index().await.context("no coordinator leads")?;

@@ -304,7 +304,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         Controllers::Fleet(fleet) => {
             let (_, records, _) = tokio::join!(
                 generate,
-                faults::run(fleet, &scenario.faults, start, &sampler, on_fault),
+                faults::run(fleet, &sim, &scenario.faults, start, &sampler, on_fault),
                 tokio::time::sleep_until(until)
             );
             records

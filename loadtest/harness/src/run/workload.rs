@@ -204,18 +204,33 @@ async fn create_job(client: &kube::Client, spec: &JobSpec, n: usize, ns: &str, s
     let name = format!("{}-{n}", spec.name);
     let api: Api<Job> = Api::namespaced(client.clone(), ns);
     let at = Timestamp::now();
-    match api.create(&PostParams::default(), &job).await {
-        Ok(_) => {
-            sent.created_at.lock().insert((ns.to_string(), name), at);
-            sent.created.fetch_add(1, Ordering::Relaxed);
-        }
-        Err(e) => {
-            tracing::warn!(namespace = ns, job = %name, error = %e, "creating a Job failed");
-            sent.failed.fetch_add(1, Ordering::Relaxed);
-            sent.errors.lock().push(format!("{ns}/{name}: {e}"));
+    let mut attempt = 0;
+    loop {
+        match api.create(&PostParams::default(), &job).await {
+            Ok(_) => {
+                sent.created_at.lock().insert((ns.to_string(), name), at);
+                sent.created.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            // An API fault the scenario injects (429, 5xx) is retried, as a client would.
+            Err(kube::Error::Api(s))
+                if attempt < CREATE_RETRIES && matches!(s.code, 429 | 500 | 503 | 504) =>
+            {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+            }
+            Err(e) => {
+                tracing::warn!(namespace = ns, job = %name, error = %e, "creating a Job failed");
+                sent.failed.fetch_add(1, Ordering::Relaxed);
+                sent.errors.lock().push(format!("{ns}/{name}: {e}"));
+                return;
+            }
         }
     }
 }
+
+/// How often a Job's create is retried after a 429 or 5xx.
+const CREATE_RETRIES: u64 = 8;
 
 /// How many Jobs the workload's streams send within `duration`.
 pub fn planned_jobs(workload: &WorkloadSpec, duration: Duration) -> usize {
