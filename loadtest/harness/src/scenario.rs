@@ -579,9 +579,13 @@ mod tests {
         assert!(e.contains("faults[0].action") && e.contains("unknown variant `explode`"), "{e}");
         let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: kill-worker}\n");
         assert_eq!(e, "faults[0].worker: this action needs the worker's id");
-        let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verb: create, error_rates: {429: 2}}]}}\n");
+        let e = error(
+            "duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verb: create, error_rates: {429: 2}}]}}\n",
+        );
         assert_eq!(e, "faults[0].api.rules[0].error_rates.429: 2 is not a probability in [0, 1]");
-        let e = error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verbs: create}]}}\n");
+        let e = error(
+            "duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verbs: create}]}}\n",
+        );
         assert!(e.contains("faults[0].api.rules[0]") && e.contains("unknown field `verbs`"), "{e}");
         let e = error("duration: 1s\nfleet: {shards: 12}\nworkload: {}\n");
         assert_eq!(e, "fleet.shards: must be a power of two");

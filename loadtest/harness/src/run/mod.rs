@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
 use crate::proc_stat::UsageSampler;
-use crate::scenario::{FaultAction, Scenario, Store};
+use crate::scenario::{Fault, FaultAction, Scenario, Store};
 use progress::Progress;
 use report::{HARNESS, JobCounts, Latencies, Report};
 
@@ -194,6 +194,27 @@ struct Observed<'a> {
     create_errors: &'a [String],
 }
 
+/// The ERROR lines the scenario's faults make processes write: the fault, not a fault of theirs.
+fn errors_faults_cause(faults: &[Fault]) -> Vec<ExpectedError> {
+    let mut expected = Vec::new();
+    for fault in faults {
+        match fault.action {
+            // A paused worker finds its lease lapsed when it resumes.
+            FaultAction::PauseWorker => expected.push(ExpectedError {
+                process: fault.worker.clone(),
+                contains: "the worker lease lapsed".into(),
+            }),
+            // kube-rs logs every 5xx answer at ERROR.
+            FaultAction::ApiFaults => expected.push(ExpectedError {
+                process: None,
+                contains: "kube_client::client::builder: failed with status 5".into(),
+            }),
+            _ => {}
+        }
+    }
+    expected
+}
+
 /// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
 fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
     let scenario = o.scenario;
@@ -201,14 +222,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
     let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
     let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
-    // A paused worker's lease lapses, which it logs as an error: the fault, not a fault of its.
-    let expected_errors: Vec<ExpectedError> = scenario
-        .faults
-        .iter()
-        .filter(|f| f.action == FaultAction::PauseWorker)
-        .filter_map(|f| f.worker.clone())
-        .map(|process| ExpectedError { process, contains: "the worker lease lapsed".into() })
-        .collect();
+    let expected_errors = errors_faults_cause(&scenario.faults);
     let mut audits = vec![
         Outcome::from_violations(
             "all-jobs-created",
