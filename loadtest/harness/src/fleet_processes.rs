@@ -285,11 +285,16 @@ impl FleetProcesses {
     }
 }
 
-/// An etcd process for the fleet's etcd store, on free ports with its data in `dir`, logging to
-/// `etcd.log` in `log_dir`; killed when dropped.
+/// An etcd process for the fleet's etcd store, on free ports with its data in a folder of its
+/// own, logging to (the end of) `etcd.log`; killed when dropped, and restartable on the same
+/// ports and data.
 pub struct EtcdProcess {
     pub child: Child,
     pub endpoint: String,
+    data_dir: PathBuf,
+    log_dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
 }
 
 /// The etcd binary: `BATCHFLEET_ETCD`, else the workspace's `.tools/bin/etcd` (`scripts/setup`).
@@ -305,29 +310,57 @@ fn etcd_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Starts etcd and waits until its client port accepts connections.
-pub async fn start_etcd(dir: &Path, log_dir: &Path, timeout: Duration) -> anyhow::Result<EtcdProcess> {
+/// Starts etcd with its data in `data_dir` and waits until its client port accepts connections.
+pub async fn start_etcd(data_dir: &Path, log_dir: &Path, timeout: Duration) -> anyhow::Result<EtcdProcess> {
     std::fs::create_dir_all(log_dir)?;
     let free_port =
         || -> anyhow::Result<u16> { Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
-    let (client, peer) = (free_port()?, free_port()?);
-    let endpoint = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = Command::new(etcd_binary()?)
+    let (client_port, peer_port) = (free_port()?, free_port()?);
+    let child = spawn_etcd(data_dir, log_dir, client_port, peer_port)?;
+    let etcd = EtcdProcess {
+        child,
+        endpoint: format!("http://127.0.0.1:{client_port}"),
+        data_dir: data_dir.to_path_buf(),
+        log_dir: log_dir.to_path_buf(),
+        client_port,
+        peer_port,
+    };
+    etcd.wait_listening(timeout).await?;
+    Ok(etcd)
+}
+
+fn spawn_etcd(data_dir: &Path, log_dir: &Path, client_port: u16, peer_port: u16) -> anyhow::Result<Child> {
+    let client_url = format!("http://127.0.0.1:{client_port}");
+    let peer_url = format!("http://127.0.0.1:{peer_port}");
+    Command::new(etcd_binary()?)
         .args(["--name", "loadtest", "--data-dir"])
-        .arg(dir)
-        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+        .arg(data_dir)
+        .args(["--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
         .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
         .args(["--initial-cluster", &format!("loadtest={peer_url}")])
         .stdout(Stdio::null())
         .stderr(log_file(log_dir, "etcd")?)
         .kill_on_drop(true)
         .spawn()
-        .context("starting etcd")?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    while tokio::net::TcpStream::connect(("127.0.0.1", client)).await.is_err() {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "etcd did not listen within {timeout:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        .context("starting etcd")
+}
+
+impl EtcdProcess {
+    async fn wait_listening(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while tokio::net::TcpStream::connect(("127.0.0.1", self.client_port)).await.is_err() {
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "etcd did not listen within {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
-    Ok(EtcdProcess { child, endpoint })
+
+    /// SIGKILL, `down` without etcd, then etcd again on the same ports and data.
+    pub async fn restart(&mut self, down: Duration, timeout: Duration) -> anyhow::Result<()> {
+        self.child.start_kill()?;
+        self.child.wait().await?;
+        tokio::time::sleep(down).await;
+        self.child = spawn_etcd(&self.data_dir, &self.log_dir, self.client_port, self.peer_port)?;
+        self.wait_listening(timeout).await
+    }
 }

@@ -304,6 +304,8 @@ pub enum FaultAction {
     /// Sets the sim's API faults (`api`): latency, error rates, watch drops; an empty `api`
     /// clears them.
     ApiFaults,
+    /// SIGKILL etcd (the etcd store), and start it again on its data `resume_after` later.
+    RestartEtcd,
 }
 
 impl FaultAction {
@@ -319,11 +321,12 @@ impl FaultAction {
             Self::AddWorker => "add-worker",
             Self::KillLeader => "kill-leader",
             Self::ApiFaults => "api-faults",
+            Self::RestartEtcd => "restart-etcd",
         }
     }
 
     fn needs_worker(self) -> bool {
-        !matches!(self, Self::AddWorker | Self::KillLeader | Self::ApiFaults)
+        !matches!(self, Self::AddWorker | Self::KillLeader | Self::ApiFaults | Self::RestartEtcd)
     }
 }
 
@@ -336,7 +339,7 @@ pub struct Fault {
     /// The worker id (`w-0`, …) the action is for.
     #[serde(default)]
     pub worker: Option<String>,
-    /// For `pause-worker`: how long it stays stopped.
+    /// For `pause-worker` and `restart-etcd`: how long it stays stopped.
     #[serde(default)]
     pub resume_after: Option<Span>,
     /// For `api-faults`: what the sim does to requests from then on.
@@ -525,8 +528,15 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
         if fault.action.needs_worker() && fault.worker.is_none() {
             return invalid(format!("faults[{i}].worker"), "this action needs the worker's id");
         }
-        if (fault.action == FaultAction::PauseWorker) != fault.resume_after.is_some() {
-            return invalid(format!("faults[{i}].resume_after"), "set for pause-worker, and only for it");
+        let stops = matches!(fault.action, FaultAction::PauseWorker | FaultAction::RestartEtcd);
+        if stops != fault.resume_after.is_some() {
+            return invalid(
+                format!("faults[{i}].resume_after"),
+                "set for pause-worker and restart-etcd, and only for them",
+            );
+        }
+        if fault.action == FaultAction::RestartEtcd && fleet.store != Store::Etcd {
+            return invalid(format!("faults[{i}].action"), "restart-etcd needs fleet.store: etcd");
         }
         if (fault.action == FaultAction::ApiFaults) != fault.api.is_some() {
             return invalid(format!("faults[{i}].api"), "set for api-faults, and only for it");

@@ -135,7 +135,7 @@ async fn a_bad_scenario_file_exits_2_naming_the_field() {
         ("duration: 10s\nfleet: {stor: etcd}\nworkload: {}\n", "fleet: unknown field `stor`"),
         (
             "duration: 10s\nworkload: {}\nfaults:\n  - {at: 1s, action: pause-worker, worker: w-0}\n",
-            "faults[0].resume_after: set for pause-worker",
+            "faults[0].resume_after: set for pause-worker and restart-etcd",
         ),
     ];
     for (i, (yaml, named)) in cases.iter().enumerate() {

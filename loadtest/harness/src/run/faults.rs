@@ -8,7 +8,7 @@ use batchfleet_sim::SimCluster;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::fleet_processes::FleetProcesses;
+use crate::fleet_processes::{EtcdProcess, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction};
 
@@ -21,6 +21,13 @@ pub struct FaultRecord {
     pub action: String,
     pub target: String,
     pub result: String,
+}
+
+/// What faults act on.
+pub struct Targets<'a> {
+    pub fleet: &'a mut FleetProcesses,
+    pub sim: &'a SimCluster,
+    pub etcd: Option<&'a mut EtcdProcess>,
 }
 
 /// How long a SIGTERMed worker may take to be drained and exit (its `--drain-timeout` is 60 s).
@@ -40,8 +47,7 @@ fn worker_index(fleet: &FleetProcesses, id: &str) -> anyhow::Result<usize> {
 /// Applies `faults` in time order; `on_applied` hears of each as it happens. Returns what each
 /// did once every paused worker was resumed.
 pub async fn run(
-    fleet: &mut FleetProcesses,
-    sim: &SimCluster,
+    mut targets: Targets<'_>,
     faults: &[Fault],
     start: Instant,
     sampler: &UsageSampler,
@@ -56,7 +62,7 @@ pub async fn run(
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().unwrap_or_default();
-        let result = apply(fleet, sim, fault, sampler, &mut restarts, &mut pauses).await;
+        let result = apply(&mut targets, fault, sampler, &mut restarts, &mut pauses).await;
         let record = FaultRecord {
             due_seconds: fault.at.0.as_secs_f64(),
             applied_seconds: applied,
@@ -78,14 +84,14 @@ pub async fn run(
 }
 
 async fn apply(
-    fleet: &mut FleetProcesses,
-    sim: &SimCluster,
+    targets: &mut Targets<'_>,
     fault: &Fault,
     sampler: &UsageSampler,
     restarts: &mut usize,
     pauses: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> anyhow::Result<String> {
     let worker = fault.worker.as_deref().unwrap_or_default();
+    let fleet = &mut *targets.fleet;
     match fault.action {
         FaultAction::KillWorker => {
             let i = worker_index(fleet, worker)?;
@@ -149,8 +155,15 @@ async fn apply(
         FaultAction::ApiFaults => {
             let config = fault.api.clone().unwrap_or_default().to_sim();
             let rules = config.rules.len();
-            sim.faults().configure(config);
+            targets.sim.faults().configure(config);
             Ok(format!("{rules} API fault rules set"))
+        }
+        FaultAction::RestartEtcd => {
+            let etcd = targets.etcd.as_deref_mut().context("no etcd runs")?;
+            let down = fault.resume_after.map(|s| s.0).unwrap_or_default();
+            etcd.restart(down, Duration::from_secs(30)).await?;
+            sampler.register("etcd (restarted)", etcd.child.id());
+            Ok(format!("SIGKILL, started again after {down:?}"))
         }
         FaultAction::KillLeader => {
             let leader = fleet.leader_index().await.context("no coordinator leads")?;

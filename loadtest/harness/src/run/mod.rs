@@ -273,7 +273,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
     workload::create_namespaces(&client, &namespaces).await?;
 
-    let etcd: Option<EtcdProcess> = match scenario.fleet.store {
+    let mut etcd: Option<EtcdProcess> = match scenario.fleet.store {
         Store::Etcd if !scenario.fleet.standalone => {
             let etcd =
                 fleet_processes::start_etcd(&out.join("etcd-data"), &logs_dir, Duration::from_secs(30))
@@ -318,7 +318,13 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         Controllers::Fleet(fleet) => {
             let (_, records, _) = tokio::join!(
                 generate,
-                faults::run(fleet, &sim, &scenario.faults, start, &sampler, on_fault),
+                faults::run(
+                    faults::Targets { fleet, sim: &sim, etcd: etcd.as_mut() },
+                    &scenario.faults,
+                    start,
+                    &sampler,
+                    on_fault
+                ),
                 tokio::time::sleep_until(until)
             );
             records
