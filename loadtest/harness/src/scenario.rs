@@ -126,6 +126,9 @@ pub struct FleetSpec {
     pub kube_api_qps: Option<f64>,
     #[serde(default)]
     pub kube_api_burst: Option<u32>,
+    /// More `fleet-worker` flags, as given (`--concurrent-cron-job-syncs`, …).
+    #[serde(default)]
+    pub worker_args: Vec<String>,
 }
 
 fn one() -> usize {
@@ -164,6 +167,7 @@ impl Default for FleetSpec {
             cron_clock_speed: 1.0,
             kube_api_qps: None,
             kube_api_burst: None,
+            worker_args: Vec::new(),
         }
     }
 }

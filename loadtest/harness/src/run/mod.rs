@@ -79,6 +79,7 @@ impl Controllers {
         if let Some(burst) = fleet.kube_api_burst {
             worker_flags.extend(["--kube-api-burst".to_string(), burst.to_string()]);
         }
+        worker_flags.extend(fleet.worker_args.iter().cloned());
         if fleet.standalone {
             let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
             worker_flags.extend(["--shards".to_string(), fleet.shards.to_string()]);
