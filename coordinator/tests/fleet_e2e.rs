@@ -2,8 +2,8 @@
 //! store): `fleet-coordinator`s, `fleet-worker`s and `fleetctl`, on free ports. Faults: a worker
 //! joins, leaves with SIGTERM, is drained, killed with SIGKILL, or paused past its lease; the
 //! leader is killed; an operator moves a shard. Checked from the outside: from the sim's audit
-//! log, per namespace, the writing worker changes at most as often as its shard changed owner
-//! (the shard's epoch), so no two workers wrote for it in overlapping tenures; probe Jobs in
+//! log, per shard, the writing worker changes at most as often as the shard changed owner (its
+//! epoch), so no two workers wrote for it in overlapping tenures (`batchfleet_audits`); probe Jobs in
 //! every shard's namespace complete within the fault's bound (every shard acts again), and the
 //! worker the audit log shows completing each is the owner the coordinator reports; Jobs of
 //! parallelism 2 never run more pods at once and complete, and an every-minute CronJob on a
@@ -11,11 +11,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use batchfleet_audits::tenure;
 use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
 use batchfleet_sim::audit::read_log;
@@ -261,38 +262,25 @@ async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
     assert_tenures_never_overlap(&url, &audit, &team_namespaces()).await;
 }
 
-/// From the audit log: per namespace, the writing worker changed at most as often as the
-/// namespace's shard changed owner (its epoch counts the moves).
+/// From the audit log: per shard, the writing worker changed at most as often as the shard
+/// changed owner (its epoch counts the moves); and every namespace was written.
 async fn assert_tenures_never_overlap(admin_url: &str, audit: &Path, namespaces: &[String]) {
-    let epochs: BTreeMap<u32, u64> =
-        shards(admin_url).await.expect("shards").into_iter().map(|s| (s.shard, s.epoch)).collect();
+    let moves: BTreeMap<u32, u64> = shards(admin_url)
+        .await
+        .expect("shards")
+        .into_iter()
+        .map(|s| (s.shard, s.epoch.saturating_sub(1)))
+        .collect();
     let events = read_log(audit).expect("audit log");
-    let mut writers: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.is_write() && e.user_agent.starts_with("fleet-worker/")) {
-        let Some(ns) =
-            e.object_ref.as_ref().map(|o| o.namespace.clone()).filter(|ns| namespaces.contains(ns))
-        else {
-            continue;
-        };
-        let what =
-            format!("{} {}", e.verb, e.object_ref.as_ref().map(|o| o.resource.as_str()).unwrap_or_default());
-        writers.entry(ns).or_default().push((
-            e.request_received_timestamp.clone(),
-            e.user_agent.clone(),
-            what,
-        ));
-    }
-    assert_eq!(writers.len(), namespaces.len(), "every namespace was written: {:?}", writers.keys());
-    for (ns, mut writes) in writers {
-        writes.sort();
-        let switches = writes.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64;
-        let shard = workload::shard_of(&ns, SHARDS);
-        let moves = epochs[&shard].saturating_sub(1);
-        assert!(
-            switches <= moves,
-            "{ns} (shard {shard}): writers switched {switches} times over {moves} moves: {writes:#?}"
-        );
-    }
+    let in_scope = |ns: &str| namespaces.iter().any(|n| n == ns);
+    let written: BTreeSet<String> = tenure::writes_by_shard(&events, SHARDS, in_scope)
+        .into_values()
+        .flatten()
+        .map(|w| w.namespace)
+        .collect();
+    assert_eq!(written.len(), namespaces.len(), "every namespace was written: {written:?}");
+    let outcome = tenure::tenures_never_overlap(&events, SHARDS, &moves, in_scope);
+    assert!(outcome.passed, "{}: {:#?}", outcome.measured, outcome.violations);
 }
 
 struct Fleet {

@@ -4,20 +4,17 @@
 //! each shard. Everything is judged from the sim's audit log and a watch on the cluster's
 //! objects kept for the whole test, never from the fleet's own view of itself.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use batchfleet_audits::objects::{self, ObjectWatch};
 use batchfleet_sim::audit::{AuditEvent, Stage, read_log};
 use batchfleet_sim::testing::wait_until;
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
-use parking_lot::Mutex;
 use serde_json::json;
 
 pub const PARALLELISM: i32 = 2;
@@ -28,11 +25,8 @@ const WORK_POD_RUN: &str = "700ms";
 /// The CronJob in every namespace; upstream names its Jobs `tick-<scheduled minute>`.
 pub const CRONJOB: &str = "tick";
 
-/// The shard of `namespace` among `shards` (a power of two), as the fleet computes it.
-pub fn shard_of(namespace: &str, shards: u32) -> u32 {
-    let hash = batchfleet_sim::selector::shard::fnv1a64(namespace.as_bytes());
-    (hash / (u64::MAX / u64::from(shards) + 1)) as u32
-}
+pub use batchfleet_audits::agents::{shard_of, worker_of};
+pub use batchfleet_audits::cron::CronClock;
 
 /// One namespace per shard: `ns-<i>` for the first `i` that falls in each.
 pub fn one_namespace_per_shard(shards: u32) -> BTreeMap<u32, String> {
@@ -55,166 +49,12 @@ pub async fn create_namespaces(client: &kube::Client, names: impl IntoIterator<I
     }
 }
 
-/// The worker id in a `fleet-worker/VERSION (ID)` User-Agent.
-pub fn worker_of(user_agent: &str) -> Option<&str> {
-    user_agent.strip_prefix("fleet-worker/")?.split_once(" (")?.1.strip_suffix(')')
-}
-
-/// The CronJob clock every worker of a test is started with: `anchor + (wall − anchor) · speed`.
-#[derive(Debug, Clone, Copy)]
-pub struct CronClock {
-    pub anchor: Timestamp,
-    pub speed: f64,
-}
-
-impl CronClock {
-    pub fn starting_now(speed: f64) -> Self {
-        Self { anchor: Timestamp::now(), speed }
-    }
-
-    /// The value of `fleet-worker --test-clock`.
-    pub fn flag(&self) -> String {
-        format!("{}@{}", self.speed, self.anchor)
-    }
-
-    pub fn now(&self) -> Timestamp {
-        let since = Timestamp::now().duration_since(self.anchor).as_secs_f64() * self.speed;
-        self.anchor + jiff::SignedDuration::from_secs_f64(since)
-    }
-}
-
-/// What the watches saw of pods: per Job (by uid), how many of its pods were active at once.
-#[derive(Debug, Default)]
-struct PodsSeen {
-    /// Pod uid → (its Job's uid, active).
-    pods: HashMap<String, (String, bool)>,
-    active: HashMap<String, i32>,
-    most_active: HashMap<String, i32>,
-    /// Pods listed since the watch restarted, while it lists again.
-    relisted: Option<HashSet<String>>,
-    listed: bool,
-}
-
-impl PodsSeen {
-    fn set(&mut self, uid: String, job: String, active: bool) {
-        let was = self.pods.insert(uid, (job.clone(), active));
-        let before = was.as_ref().is_some_and(|(_, a)| *a);
-        match (before, active) {
-            (false, true) => *self.active.entry(job.clone()).or_default() += 1,
-            (true, false) => *self.active.entry(job.clone()).or_default() -= 1,
-            _ => {}
-        }
-        let now = self.active.get(&job).copied().unwrap_or(0);
-        let most = self.most_active.entry(job).or_default();
-        *most = (*most).max(now);
-    }
-
-    fn apply(&mut self, pod: &Pod) {
-        let Some(uid) = pod.metadata.uid.clone() else { return };
-        let Some(job) = pod.metadata.owner_references.iter().flatten().find(|o| o.kind == "Job") else {
-            return;
-        };
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
-        // Upstream's active pods: not finished and not terminating.
-        let active = pod.metadata.deletion_timestamp.is_none() && phase != "Succeeded" && phase != "Failed";
-        if let Some(relisted) = &mut self.relisted {
-            relisted.insert(uid.clone());
-        }
-        self.set(uid, job.uid.clone(), active);
-    }
-
-    fn delete(&mut self, pod: &Pod) {
-        let Some(uid) = pod.metadata.uid.clone() else { return };
-        if let Some((job, _)) = self.pods.get(&uid).cloned() {
-            self.set(uid.clone(), job, false);
-        }
-        self.pods.remove(&uid);
-    }
-
-    fn on(&mut self, event: watcher::Event<Pod>) {
-        match event {
-            watcher::Event::Apply(p) | watcher::Event::InitApply(p) => self.apply(&p),
-            watcher::Event::Delete(p) => self.delete(&p),
-            watcher::Event::Init => self.relisted = Some(HashSet::new()),
-            watcher::Event::InitDone => {
-                // Pods missing from the new list are gone.
-                let relisted = self.relisted.take().unwrap_or_default();
-                let gone: Vec<(String, String)> = self
-                    .pods
-                    .iter()
-                    .filter(|(uid, _)| !relisted.contains(*uid))
-                    .map(|(uid, (job, _))| (uid.clone(), job.clone()))
-                    .collect();
-                for (uid, job) in gone {
-                    self.set(uid.clone(), job, false);
-                    self.pods.remove(&uid);
-                }
-                self.listed = true;
-            }
-        }
-    }
-}
-
-/// What the watches saw of Jobs: each Job's parallelism, and every uid seen under each name.
-#[derive(Debug, Default)]
-struct JobsSeen {
-    parallelism: HashMap<String, i32>,
-    names: BTreeMap<(String, String), BTreeSet<String>>,
-    listed: bool,
-}
-
-impl JobsSeen {
-    fn on(&mut self, event: watcher::Event<Job>) {
-        match event {
-            watcher::Event::Apply(j) | watcher::Event::InitApply(j) | watcher::Event::Delete(j) => {
-                let (Some(uid), Some(ns), Some(name)) =
-                    (j.metadata.uid.clone(), j.metadata.namespace.clone(), j.metadata.name.clone())
-                else {
-                    return;
-                };
-                let parallelism = j.spec.as_ref().and_then(|s| s.parallelism).unwrap_or(1);
-                self.parallelism.insert(uid.clone(), parallelism);
-                self.names.entry((ns, name)).or_default().insert(uid);
-            }
-            watcher::Event::Init => {}
-            watcher::Event::InitDone => self.listed = true,
-        }
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-fn watch<K, S>(api: Api<K>, seen: Arc<Mutex<S>>, on: fn(&mut S, watcher::Event<K>)) -> AbortOnDrop
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    S: Send + 'static,
-{
-    AbortOnDrop(tokio::spawn(async move {
-        // Backing off after an error also yields, so that the task ends when its runtime does.
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(e) => on(&mut seen.lock(), e),
-                Err(e) => eprintln!("test watch: {e}"),
-            }
-        }
-    }))
-}
-
 /// Jobs of parallelism 2 and an every-minute CronJob in every namespace, watched from the start.
 pub struct Workload {
     client: kube::Client,
     namespaces: Vec<String>,
     clock: CronClock,
-    pods: Arc<Mutex<PodsSeen>>,
-    jobs: Arc<Mutex<JobsSeen>>,
-    _watches: [AbortOnDrop; 2],
+    watch: ObjectWatch,
     work: Vec<(String, String)>,
     /// The CronJob clock's time once every CronJob existed: the minutes after it must all run.
     window_start: Timestamp,
@@ -223,16 +63,8 @@ pub struct Workload {
 impl Workload {
     /// Starts watching every pod and Job, then creates the CronJobs.
     pub async fn start(client: &kube::Client, namespaces: Vec<String>, clock: CronClock) -> Self {
-        let pods = Arc::new(Mutex::new(PodsSeen::default()));
-        let jobs = Arc::new(Mutex::new(JobsSeen::default()));
-        let watches = [
-            watch(Api::<Pod>::all(client.clone()), pods.clone(), PodsSeen::on),
-            watch(Api::<Job>::all(client.clone()), jobs.clone(), JobsSeen::on),
-        ];
-        wait_until("the test's watches listed", Duration::from_secs(10), || async {
-            (pods.lock().listed && jobs.lock().listed).then_some(())
-        })
-        .await;
+        let watch =
+            ObjectWatch::start(client, Duration::from_secs(10)).await.expect("the test's watches list");
         for ns in &namespaces {
             let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), ns);
             // History kept whole, so that every Job a scheduled time created is still there to
@@ -249,16 +81,7 @@ impl Workload {
             .expect("cronjob");
             cronjobs.create(&PostParams::default(), &cj).await.expect("create cronjob");
         }
-        Self {
-            client: client.clone(),
-            namespaces,
-            clock,
-            pods,
-            jobs,
-            _watches: watches,
-            work: Vec::new(),
-            window_start: clock.now(),
-        }
+        Self { client: client.clone(), namespaces, clock, watch, work: Vec::new(), window_start: clock.now() }
     }
 
     /// A Job of `COMPLETIONS` completions, `PARALLELISM` at a time, in every namespace.
@@ -358,24 +181,12 @@ impl Workload {
             );
         }
 
-        let jobs = self.jobs.lock();
-        let twice: Vec<_> = jobs.names.iter().filter(|(_, uids)| uids.len() > 1).collect();
-        assert!(twice.is_empty(), "Jobs created twice under one name: {twice:?}");
-        let pods = self.pods.lock();
-        let mut over = Vec::new();
-        for (job, most) in &pods.most_active {
-            let parallelism = jobs.parallelism.get(job).copied().unwrap_or(1);
-            if *most > parallelism {
-                over.push(format!("Job {job}: {most} active pods, parallelism {parallelism}"));
-            }
+        let seen = self.watch.seen.lock();
+        for outcome in [objects::job_names_created_once(&seen), objects::parallelism_never_exceeded(&seen)] {
+            assert!(outcome.passed, "{}: {} ({:#?})", outcome.name, outcome.measured, outcome.violations);
         }
-        assert!(over.is_empty(), "more active pods than parallelism: {over:#?}");
-        let work_peak = pods
-            .most_active
-            .iter()
-            .filter(|(job, _)| jobs.parallelism.get(*job) == Some(&PARALLELISM))
-            .map(|(_, most)| *most)
-            .max();
+        let work_peak =
+            seen.jobs.values().filter(|j| j.parallelism == PARALLELISM).map(|j| j.most_active).max();
         assert_eq!(work_peak, Some(PARALLELISM), "the work Jobs never ran two pods at once");
     }
 }

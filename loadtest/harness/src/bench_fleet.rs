@@ -104,6 +104,7 @@ pub async fn run(args: BenchFleetArgs) -> anyhow::Result<()> {
         coordinators: 2,
         workers: 3,
         worker_lease: args.worker_lease.clone(),
+        ..FleetLayout::default()
     };
     let mut fleet = fleet_processes::start(&kubeconfig, &layout, &dir.join("logs")).await?;
     let placed_started = Instant::now();

@@ -18,9 +18,18 @@ pub struct FleetProcesses {
     pub coordinators: Vec<Child>,
     pub workers: Vec<(String, Child)>,
     pub log_dir: PathBuf,
+    /// What starts one more worker (`spawn_worker`).
+    launch: WorkerLaunch,
 }
 
-/// How many of each, and the timing flags the benchmarks vary.
+/// How the fleet's workers are started, kept to start more (a join, a restart).
+struct WorkerLaunch {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    flags: Vec<String>,
+}
+
+/// How many of each, and the timing flags the benchmarks and scenarios vary.
 #[derive(Debug, Clone)]
 pub struct FleetLayout {
     pub shards: u32,
@@ -28,11 +37,23 @@ pub struct FleetLayout {
     pub workers: usize,
     /// `--lease-duration` of the workers.
     pub worker_lease: String,
+    /// Flags both coordinators and workers get (the store: `--store etcd --etcd-endpoints …`).
+    pub common_flags: Vec<String>,
+    pub coordinator_flags: Vec<String>,
+    pub worker_flags: Vec<String>,
 }
 
 impl Default for FleetLayout {
     fn default() -> Self {
-        Self { shards: 256, coordinators: 1, workers: 3, worker_lease: "15s".into() }
+        Self {
+            shards: 256,
+            coordinators: 1,
+            workers: 3,
+            worker_lease: "15s".into(),
+            common_flags: Vec::new(),
+            coordinator_flags: Vec::new(),
+            worker_flags: Vec::new(),
+        }
     }
 }
 
@@ -57,9 +78,15 @@ pub fn sibling_binary(name: &str, package: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
-    let file = std::fs::File::create(dir.join(format!("{name}.log")))
-        .with_context(|| format!("creating {}/{name}.log", dir.display()))?;
+/// `<dir>/<name>.log` for a process's output; appended to, so that a restarted process keeps
+/// its earlier lines.
+pub fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
+    let path = dir.join(format!("{name}.log"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
     Ok(Stdio::from(file))
 }
 
@@ -84,6 +111,8 @@ pub async fn start(
             .arg(kubeconfig)
             .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", "127.0.0.1:0"])
             .args(["--shards", &shards])
+            .args(&layout.common_flags)
+            .args(&layout.coordinator_flags)
             .stdout(Stdio::null())
             .stderr(log_file(log_dir, &id)?)
             .kill_on_drop(true)
@@ -92,23 +121,27 @@ pub async fn start(
         admin_urls.push(format!("http://{listen}"));
         coordinators.push(child);
     }
-    let all = admin_urls.join(",");
-    let mut workers = Vec::new();
+    let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
+    flags.extend(
+        ["--metrics-addr", "127.0.0.1:0", "--shards", &shards, "--lease-duration", &layout.worker_lease]
+            .map(String::from),
+    );
+    flags.extend(layout.common_flags.iter().cloned());
+    flags.extend(layout.worker_flags.iter().cloned());
+    let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags };
+    let mut fleet = FleetProcesses {
+        admin_urls,
+        coordinators,
+        workers: Vec::new(),
+        log_dir: log_dir.to_path_buf(),
+        launch,
+    };
     for i in 0..layout.workers {
         let id = format!("w-{i}");
-        let child = Command::new(&worker_bin)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--coordinator", &all, "--worker-id", &id, "--metrics-addr", "127.0.0.1:0"])
-            .args(["--shards", &shards, "--lease-duration", &layout.worker_lease])
-            .stdout(Stdio::null())
-            .stderr(log_file(log_dir, &id)?)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting fleet-worker {id}"))?;
-        workers.push((id, child));
+        let child = fleet.spawn_worker(&id)?;
+        fleet.workers.push((id, child));
     }
-    Ok(FleetProcesses { admin_urls, coordinators, workers, log_dir: log_dir.to_path_buf() })
+    Ok(fleet)
 }
 
 /// One `fleet-worker --standalone` (every shard, no coordinator) on the sim behind `kubeconfig`,
@@ -117,6 +150,7 @@ pub fn start_standalone(
     kubeconfig: &Path,
     metrics_addr: SocketAddr,
     log_dir: &Path,
+    extra_flags: &[String],
 ) -> anyhow::Result<Child> {
     std::fs::create_dir_all(log_dir)?;
     let worker_bin = sibling_binary("fleet-worker", "batchfleet-worker")?;
@@ -124,11 +158,38 @@ pub fn start_standalone(
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--standalone", "--worker-id", "standalone", "--metrics-addr", &metrics_addr.to_string()])
+        .args(extra_flags)
         .stdout(Stdio::null())
         .stderr(log_file(log_dir, "standalone")?)
         .kill_on_drop(true)
         .spawn()
         .context("starting fleet-worker --standalone")
+}
+
+/// Waits until a standalone worker serves `/readyz` on `metrics` (it owns every shard from the
+/// start), failing when it exits or `timeout` passes.
+pub async fn wait_standalone_ready(
+    worker: &mut Child,
+    metrics: SocketAddr,
+    log_dir: &Path,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !http_ok(metrics, "/readyz").await {
+        if let Some(status) = worker.try_wait()? {
+            anyhow::bail!(
+                "fleet-worker --standalone exited ({status}); see {}/standalone.log",
+                log_dir.display()
+            );
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "fleet-worker --standalone did not serve /readyz within {timeout:?}; see {}/standalone.log",
+            log_dir.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
 }
 
 /// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.
@@ -144,6 +205,21 @@ pub async fn http_ok(addr: SocketAddr, path: &str) -> bool {
 }
 
 impl FleetProcesses {
+    /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`.
+    pub fn spawn_worker(&self, id: &str) -> anyhow::Result<Child> {
+        let launch = &self.launch;
+        Command::new(&launch.binary)
+            .arg("--kubeconfig")
+            .arg(&launch.kubeconfig)
+            .args(["--worker-id", id])
+            .args(&launch.flags)
+            .stdout(Stdio::null())
+            .stderr(log_file(&self.log_dir, id)?)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting fleet-worker {id}"))
+    }
+
     /// The admin API of whichever coordinator leads.
     pub async fn admin(&self) -> Option<FleetAdminClient<tonic::transport::Channel>> {
         for url in &self.admin_urls {
@@ -170,7 +246,7 @@ impl FleetProcesses {
             let now = self.active_shards().await;
             if now != last {
                 if let Some((active, all)) = now {
-                    eprintln!("placing shards: {active}/{all} active");
+                    tracing::info!("placing shards: {active}/{all} active");
                 }
                 last = now;
             }
@@ -186,6 +262,18 @@ impl FleetProcesses {
         }
     }
 
+    /// The index (in `coordinators`) of the coordinator that leads, by the admin API's answer.
+    pub async fn leader_index(&self) -> Option<usize> {
+        let leader = self.admin().await?.status(pb::StatusRequest {}).await.ok()?.into_inner().leader;
+        leader.strip_prefix("coordinator-")?.parse().ok()
+    }
+
+    /// Every shard's epoch (it grows by one per placement), as the leader reports it.
+    pub async fn shard_epochs(&self) -> Option<std::collections::BTreeMap<u32, u64>> {
+        let shards = self.admin().await?.shards(pb::ShardsRequest {}).await.ok()?.into_inner().shards;
+        Some(shards.into_iter().map(|s| (s.shard, s.epoch)).collect())
+    }
+
     /// Which worker owns each worker's share, as `fleetctl workers` shows it.
     pub async fn workers(&self) -> Vec<pb::WorkerInfo> {
         match self.admin().await {
@@ -194,5 +282,85 @@ impl FleetProcesses {
             }
             None => Vec::new(),
         }
+    }
+}
+
+/// An etcd process for the fleet's etcd store, on free ports with its data in a folder of its
+/// own, logging to (the end of) `etcd.log`; killed when dropped, and restartable on the same
+/// ports and data.
+pub struct EtcdProcess {
+    pub child: Child,
+    pub endpoint: String,
+    data_dir: PathBuf,
+    log_dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+}
+
+/// The etcd binary: `BATCHFLEET_ETCD`, else the workspace's `.tools/bin/etcd` (`scripts/setup`).
+fn etcd_binary() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("BATCHFLEET_ETCD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/etcd"));
+    anyhow::ensure!(
+        path.exists(),
+        "etcd not found at {}: run scripts/setup or set BATCHFLEET_ETCD",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// Starts etcd with its data in `data_dir` and waits until its client port accepts connections.
+pub async fn start_etcd(data_dir: &Path, log_dir: &Path, timeout: Duration) -> anyhow::Result<EtcdProcess> {
+    std::fs::create_dir_all(log_dir)?;
+    let free_port =
+        || -> anyhow::Result<u16> { Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
+    let (client_port, peer_port) = (free_port()?, free_port()?);
+    let child = spawn_etcd(data_dir, log_dir, client_port, peer_port)?;
+    let etcd = EtcdProcess {
+        child,
+        endpoint: format!("http://127.0.0.1:{client_port}"),
+        data_dir: data_dir.to_path_buf(),
+        log_dir: log_dir.to_path_buf(),
+        client_port,
+        peer_port,
+    };
+    etcd.wait_listening(timeout).await?;
+    Ok(etcd)
+}
+
+fn spawn_etcd(data_dir: &Path, log_dir: &Path, client_port: u16, peer_port: u16) -> anyhow::Result<Child> {
+    let client_url = format!("http://127.0.0.1:{client_port}");
+    let peer_url = format!("http://127.0.0.1:{peer_port}");
+    Command::new(etcd_binary()?)
+        .args(["--name", "loadtest", "--data-dir"])
+        .arg(data_dir)
+        .args(["--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
+        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("loadtest={peer_url}")])
+        .stdout(Stdio::null())
+        .stderr(log_file(log_dir, "etcd")?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting etcd")
+}
+
+impl EtcdProcess {
+    async fn wait_listening(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while tokio::net::TcpStream::connect(("127.0.0.1", self.client_port)).await.is_err() {
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "etcd did not listen within {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
+    /// SIGKILL, `down` without etcd, then etcd again on the same ports and data.
+    pub async fn restart(&mut self, down: Duration, timeout: Duration) -> anyhow::Result<()> {
+        self.child.start_kill()?;
+        self.child.wait().await?;
+        tokio::time::sleep(down).await;
+        self.child = spawn_etcd(&self.data_dir, &self.log_dir, self.client_port, self.peer_port)?;
+        self.wait_listening(timeout).await
     }
 }

@@ -24,6 +24,8 @@ mod fleet_processes;
 mod plot;
 mod proc_stat;
 mod quickstart;
+mod run;
+mod scenario;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
@@ -39,6 +41,10 @@ enum Command {
     /// The quickstart: the sim cluster, a coordinator and three workers as processes (or one
     /// standalone worker), and a demo mix of Jobs to watch with kubectl and fleetctl.
     Up(UpArgs),
+    /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim, the fleet as
+    /// processes, the workload and faults, then audits from the server's side and a report.
+    /// Exits 0 only when every audit and goal passed, 2 on a bad scenario file.
+    Run(run::RunArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
     BenchSim(bench_sim::BenchArgs),
     /// Benchmark the Job controller: its decision core, and pod lifecycles/s end to end.
@@ -94,6 +100,9 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Command::Run(args) = cli.command {
+        return run_scenario(args);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -116,6 +125,8 @@ fn main() -> ExitCode {
                     if args.standalone { quickstart::Mode::Standalone } else { quickstart::Mode::Fleet };
                 run_sim(args.sim, Some(mode)).await
             }
+            // Dispatched above, before the tracing set-up that it does differently.
+            Command::Run(_) => Err(anyhow::anyhow!("`run` has no runtime of its own here")),
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
@@ -129,6 +140,57 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("loadtest: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `loadtest run`: exit 2 on a bad scenario, 1 when the run could not be made or an audit or
+/// goal failed, 0 when all passed; the harness's own log goes to the run's folder, so that it
+/// does not cut into the progress bars.
+fn run_scenario(args: run::RunArgs) -> ExitCode {
+    let (name, scenario) = match scenario::load(&args.scenario) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.unwrap_or_else(|| run::default_out(&name));
+    let log =
+        match std::fs::create_dir_all(&out).and_then(|()| std::fs::File::create(out.join("loadtest.log"))) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("loadtest: creating {}: {e}", out.display());
+                return ExitCode::FAILURE;
+            }
+        };
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(log))
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
+        )
+        .init();
+    let result = match tokio::runtime::Runtime::new() {
+        // Ctrl-C drops the run, and with it every process it started (killed on drop).
+        Ok(runtime) => runtime.block_on(async {
+            tokio::select! {
+                result = run::run(&name, scenario, &out) => result,
+                _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+            }
+        }),
+        Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
+    };
+    match result {
+        Ok((passed, report)) => {
+            println!("{}", report.display());
+            if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "the run failed");
+            eprintln!("loadtest: {e:#} (log: {})", out.join("loadtest.log").display());
             ExitCode::FAILURE
         }
     }

@@ -135,23 +135,14 @@ impl Controllers {
             }
             Mode::Standalone => {
                 let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-                let mut worker = fleet_processes::start_standalone(kubeconfig, metrics, &log_dir)?;
-                // It owns every shard from the start; ready once it serves.
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-                while !fleet_processes::http_ok(metrics, "/readyz").await {
-                    if let Some(status) = worker.try_wait()? {
-                        anyhow::bail!(
-                            "fleet-worker --standalone exited ({status}); see {}/standalone.log",
-                            log_dir.display()
-                        );
-                    }
-                    anyhow::ensure!(
-                        tokio::time::Instant::now() < deadline,
-                        "fleet-worker --standalone did not serve /readyz within 120s; see {}/standalone.log",
-                        log_dir.display()
-                    );
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                let mut worker = fleet_processes::start_standalone(kubeconfig, metrics, &log_dir, &[])?;
+                fleet_processes::wait_standalone_ready(
+                    &mut worker,
+                    metrics,
+                    &log_dir,
+                    Duration::from_secs(120),
+                )
+                .await?;
                 println!(
                     "standalone worker: every shard, no coordinator; metrics at http://{metrics}/metrics (log in {}/standalone.log)",
                     log_dir.display()

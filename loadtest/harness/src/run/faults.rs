@@ -1,0 +1,176 @@
+//! A scenario's faults, each at its time since the workload started, on the fleet's processes.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use batchfleet_proto::v1 as pb;
+use batchfleet_sim::SimCluster;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::fleet_processes::{EtcdProcess, FleetProcesses};
+use crate::proc_stat::UsageSampler;
+use crate::scenario::{Fault, FaultAction};
+
+/// What one fault did, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// Seconds since the start it was due, and when it was applied.
+    pub due_seconds: f64,
+    pub applied_seconds: f64,
+    pub action: String,
+    pub target: String,
+    pub result: String,
+}
+
+/// What faults act on.
+pub struct Targets<'a> {
+    pub fleet: &'a mut FleetProcesses,
+    pub sim: &'a SimCluster,
+    pub etcd: Option<&'a mut EtcdProcess>,
+}
+
+/// How long a SIGTERMed worker may take to be drained and exit (its `--drain-timeout` is 60 s).
+const EXIT_WITHIN: Duration = Duration::from_secs(90);
+
+fn signal(pid: Option<u32>, signal: &str) -> anyhow::Result<()> {
+    let pid = pid.context("the process has exited")?;
+    let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status()?;
+    anyhow::ensure!(status.success(), "kill {signal} {pid} failed");
+    Ok(())
+}
+
+fn worker_index(fleet: &FleetProcesses, id: &str) -> anyhow::Result<usize> {
+    fleet.workers.iter().position(|(w, _)| w == id).with_context(|| format!("no worker {id}"))
+}
+
+/// Applies `faults` in time order; `on_applied` hears of each as it happens. Returns what each
+/// did once every paused worker was resumed.
+pub async fn run(
+    mut targets: Targets<'_>,
+    faults: &[Fault],
+    start: Instant,
+    sampler: &UsageSampler,
+    on_applied: impl Fn(&FaultRecord),
+) -> Vec<FaultRecord> {
+    let mut faults: Vec<&Fault> = faults.iter().collect();
+    faults.sort_by_key(|f| f.at);
+    let mut records = Vec::new();
+    let mut restarts = 0;
+    let mut pauses: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    for fault in faults {
+        tokio::time::sleep_until(start + fault.at.0).await;
+        let applied = start.elapsed().as_secs_f64();
+        let target = fault.worker.clone().unwrap_or_default();
+        let result = apply(&mut targets, fault, sampler, &mut restarts, &mut pauses).await;
+        let record = FaultRecord {
+            due_seconds: fault.at.0.as_secs_f64(),
+            applied_seconds: applied,
+            action: fault.action.name().to_string(),
+            target,
+            result: match result {
+                Ok(what) => what,
+                Err(e) => format!("failed: {e:#}"),
+            },
+        };
+        tracing::info!(?record, "fault");
+        on_applied(&record);
+        records.push(record);
+    }
+    for pause in pauses {
+        let _ = pause.await;
+    }
+    records
+}
+
+async fn apply(
+    targets: &mut Targets<'_>,
+    fault: &Fault,
+    sampler: &UsageSampler,
+    restarts: &mut usize,
+    pauses: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> anyhow::Result<String> {
+    let worker = fault.worker.as_deref().unwrap_or_default();
+    let fleet = &mut *targets.fleet;
+    match fault.action {
+        FaultAction::KillWorker => {
+            let i = worker_index(fleet, worker)?;
+            fleet.workers[i].1.start_kill()?;
+            fleet.workers[i].1.wait().await?;
+            Ok("SIGKILL".into())
+        }
+        FaultAction::TerminateWorker => {
+            let i = worker_index(fleet, worker)?;
+            signal(fleet.workers[i].1.id(), "-TERM")?;
+            Ok("SIGTERM".into())
+        }
+        FaultAction::PauseWorker => {
+            let i = worker_index(fleet, worker)?;
+            let pid = fleet.workers[i].1.id();
+            let resume_after = fault.resume_after.map(|s| s.0).unwrap_or_default();
+            signal(pid, "-STOP")?;
+            pauses.push(tokio::spawn(async move {
+                tokio::time::sleep(resume_after).await;
+                if let Err(e) = signal(pid, "-CONT") {
+                    tracing::warn!(error = %e, "resuming a paused worker failed");
+                }
+            }));
+            Ok(format!("SIGSTOP, SIGCONT after {resume_after:?}"))
+        }
+        FaultAction::DrainWorker | FaultAction::UndrainWorker => {
+            let mut rpc = fleet.admin().await.context("no coordinator leads")?;
+            let request = pb::WorkerRequest { worker: worker.to_string() };
+            if fault.action == FaultAction::DrainWorker {
+                rpc.drain(request).await?;
+                Ok("drain requested".into())
+            } else {
+                rpc.undrain(request).await?;
+                Ok("undrain requested".into())
+            }
+        }
+        FaultAction::RestartWorker => {
+            let i = worker_index(fleet, worker)?;
+            let started = Instant::now();
+            signal(fleet.workers[i].1.id(), "-TERM")?;
+            let status = tokio::time::timeout(EXIT_WITHIN, fleet.workers[i].1.wait())
+                .await
+                .with_context(|| format!("{worker} did not exit within {EXIT_WITHIN:?} of SIGTERM"))??;
+            let exited = started.elapsed();
+            let child = fleet.spawn_worker(worker)?;
+            *restarts += 1;
+            sampler.register(&format!("{worker} (restart {restarts})"), child.id());
+            fleet.workers[i].1 = child;
+            Ok(format!("SIGTERM, exited ({status}) after {:.1}s, started again", exited.as_secs_f64()))
+        }
+        FaultAction::AddWorker => {
+            let id = (fleet.workers.len()..)
+                .map(|i| format!("w-{i}"))
+                .find(|id| fleet.workers.iter().all(|(w, _)| w != id))
+                .unwrap_or_default();
+            let child = fleet.spawn_worker(&id)?;
+            sampler.register(&id, child.id());
+            fleet.workers.push((id.clone(), child));
+            Ok(format!("started {id}"))
+        }
+        FaultAction::ApiFaults => {
+            let config = fault.api.clone().unwrap_or_default().to_sim();
+            let rules = config.rules.len();
+            targets.sim.faults().configure(config);
+            Ok(format!("{rules} API fault rules set"))
+        }
+        FaultAction::RestartEtcd => {
+            let etcd = targets.etcd.as_deref_mut().context("no etcd runs")?;
+            let down = fault.resume_after.map(|s| s.0).unwrap_or_default();
+            etcd.restart(down, Duration::from_secs(30)).await?;
+            sampler.register("etcd (restarted)", etcd.child.id());
+            Ok(format!("SIGKILL, started again after {down:?}"))
+        }
+        FaultAction::KillLeader => {
+            let leader = fleet.leader_index().await.context("no coordinator leads")?;
+            let coordinator = fleet.coordinators.get_mut(leader).context("the leader is not one of ours")?;
+            coordinator.start_kill()?;
+            coordinator.wait().await?;
+            Ok(format!("SIGKILL coordinator-{leader}"))
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! `loadtest run SCENARIO`: the sim cluster (in this process, with its audit log), the fleet as
+//! processes beside it, a scenario's workload and faults over time with live progress, then the
+//! audits from the server's side, the goals, and the report in the run's folder.
+
+mod expect;
+mod faults;
+mod progress;
+mod report;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
+use batchfleet_audits::logs::ExpectedError;
+use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
+use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
+use batchfleet_sim::audit::AuditEvent;
+use batchfleet_sim::{SimCluster, SimConfig};
+use jiff::Timestamp;
+use tokio::process::Child;
+use tokio::time::Instant;
+
+use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
+use crate::proc_stat::UsageSampler;
+use crate::scenario::{Fault, FaultAction, Scenario, Store};
+use progress::Progress;
+use report::{HARNESS, JobCounts, Latencies, Report};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// A scenario file, or the name of one in loadtest/scenarios/ (`job-burst`, `worker-churn`, …).
+    pub scenario: String,
+    /// The run's folder: report.json, latency-cdf.svg, audit.log, the processes' logs and the
+    /// harness's own log (default target/loadtest/<scenario>-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `target/loadtest/<scenario>-<UTC time>` of the workspace.
+pub fn default_out(scenario: &str) -> PathBuf {
+    let time = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/loadtest").join(format!("{scenario}-{time}"))
+}
+
+/// How long the fleet may take to start and place every shard (debug builds, a busy machine).
+const START_WITHIN: Duration = Duration::from_secs(240);
+/// A scheduled time this close to the workload's end may not have been acted on yet; the cron
+/// audit's window closes this much (wall time) before it.
+const CRON_WINDOW_LAG: Duration = Duration::from_secs(5);
+
+/// The controllers beside the sim; every process is killed when dropped.
+enum Controllers {
+    Fleet(FleetProcesses),
+    Standalone(Child),
+}
+
+impl Controllers {
+    async fn start(
+        scenario: &Scenario,
+        kubeconfig: &Path,
+        logs: &Path,
+        store_flags: Vec<String>,
+        clock: &CronClock,
+        sampler: &UsageSampler,
+    ) -> anyhow::Result<Self> {
+        let fleet = &scenario.fleet;
+        let mut worker_flags = Vec::new();
+        if fleet.cron_clock_speed != 1.0 {
+            worker_flags.extend(["--test-clock".to_string(), clock.flag()]);
+        }
+        if let Some(qps) = fleet.kube_api_qps {
+            worker_flags.extend(["--kube-api-qps".to_string(), qps.to_string()]);
+        }
+        if let Some(burst) = fleet.kube_api_burst {
+            worker_flags.extend(["--kube-api-burst".to_string(), burst.to_string()]);
+        }
+        worker_flags.extend(fleet.worker_args.iter().cloned());
+        if fleet.standalone {
+            let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+            worker_flags.extend(["--shards".to_string(), fleet.shards.to_string()]);
+            let mut worker = fleet_processes::start_standalone(kubeconfig, metrics, logs, &worker_flags)?;
+            sampler.register("standalone", worker.id());
+            fleet_processes::wait_standalone_ready(&mut worker, metrics, logs, START_WITHIN).await?;
+            return Ok(Self::Standalone(worker));
+        }
+        let leader = fleet.leader_lease.0;
+        let format = |d: Duration| humantime::format_duration(d).to_string();
+        let layout = FleetLayout {
+            shards: fleet.shards,
+            coordinators: fleet.coordinators,
+            workers: fleet.workers,
+            worker_lease: format(fleet.worker_lease.0),
+            common_flags: store_flags,
+            coordinator_flags: vec![
+                "--worker-lease-margin".into(),
+                format(fleet.lease_margin.0),
+                "--leader-elect-lease-duration".into(),
+                format(leader),
+                "--leader-elect-renew-deadline".into(),
+                format(leader * 3 / 4),
+                "--leader-elect-retry-period".into(),
+                format(leader / 10),
+            ],
+            worker_flags,
+        };
+        let processes = fleet_processes::start(kubeconfig, &layout, logs).await?;
+        for (i, c) in processes.coordinators.iter().enumerate() {
+            sampler.register(&format!("coordinator-{i}"), c.id());
+        }
+        for (id, w) in &processes.workers {
+            sampler.register(id, w.id());
+        }
+        processes.wait_placed(START_WITHIN).await?;
+        Ok(Self::Fleet(processes))
+    }
+
+    /// Kills every process and waits for each.
+    async fn stop(self) {
+        match self {
+            Self::Fleet(mut fleet) => {
+                for child in fleet.coordinators.iter_mut().chain(fleet.workers.iter_mut().map(|(_, c)| c)) {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+            }
+            Self::Standalone(mut worker) => {
+                let _ = worker.start_kill();
+                let _ = worker.wait().await;
+            }
+        }
+    }
+
+    /// The logs of the fleet's processes (every one ever started: a restart appends).
+    fn log_files(&self, dir: &Path) -> Vec<(String, PathBuf)> {
+        let names: Vec<String> = match self {
+            Self::Fleet(fleet) => (0..fleet.coordinators.len())
+                .map(|i| format!("coordinator-{i}"))
+                .chain(fleet.workers.iter().map(|(id, _)| id.clone()))
+                .collect(),
+            Self::Standalone(_) => vec!["standalone".into()],
+        };
+        names.into_iter().map(|n| (n.clone(), dir.join(format!("{n}.log")))).collect()
+    }
+}
+
+/// The audit log once the sim wrote everything it was sent: its size the same twice in a row
+/// and every line whole.
+async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last_len = None;
+    loop {
+        let len = std::fs::metadata(path).map(|m| m.len()).ok();
+        if len.is_some()
+            && len == last_len
+            && let Ok(events) = batchfleet_sim::audit::read_log(path)
+        {
+            return Ok(events);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the audit log {} did not settle within 30s",
+            path.display()
+        );
+        last_len = len;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Whether everything the workload started is over: every Job finished, every finished Job with
+/// a TTL deleted.
+fn settled(seen: &ObjectsSeen) -> bool {
+    seen.jobs.values().all(|j| j.deleted_seen.is_some() || (j.finished.is_some() && j.ttl_seconds.is_none()))
+}
+
+/// What a run saw, for the audits.
+struct Observed<'a> {
+    scenario: &'a Scenario,
+    seen: &'a ObjectsSeen,
+    events: &'a [AuditEvent],
+    namespaces: &'a [String],
+    /// Per shard, its changes of owner (epoch − 1).
+    moves: &'a BTreeMap<u32, u64>,
+    cronjobs: &'a [CronJobUnderTest],
+    /// The scheduled times every CronJob had to run, on the controllers' clock.
+    cron_window: (Timestamp, Timestamp),
+    clock: &'a CronClock,
+    end: Timestamp,
+    log_files: &'a [(String, PathBuf)],
+    planned: usize,
+    create_errors: &'a [String],
+}
+
+/// The ERROR lines the scenario's faults make processes write: the fault, not a fault of theirs.
+fn errors_faults_cause(faults: &[Fault]) -> Vec<ExpectedError> {
+    let mut expected = Vec::new();
+    for fault in faults {
+        match fault.action {
+            // A paused worker finds its lease lapsed when it resumes.
+            FaultAction::PauseWorker => expected.push(ExpectedError {
+                process: fault.worker.clone(),
+                contains: "the worker lease lapsed".into(),
+            }),
+            // kube-rs logs every 5xx answer at ERROR.
+            FaultAction::ApiFaults => expected.push(ExpectedError {
+                process: None,
+                contains: "kube_client::client::builder: failed with status 5".into(),
+            }),
+            _ => {}
+        }
+    }
+    expected
+}
+
+/// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
+fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
+    let scenario = o.scenario;
+    let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
+    // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
+    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
+    let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
+    let expected_errors = errors_faults_cause(&scenario.faults);
+    let mut audits = vec![
+        Outcome::from_violations(
+            "all-jobs-created",
+            "every planned Job created",
+            o.planned,
+            "Jobs planned",
+            o.create_errors.to_vec(),
+        ),
+        tenure::tenures_never_overlap(o.events, scenario.fleet.shards, o.moves, in_scope),
+        objects::parallelism_never_exceeded(o.seen),
+        objects::no_pod_after_finish(o.seen, o.clock),
+        jobs::final_status_as_upstream(o.seen, |j| {
+            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
+        }),
+        objects::job_names_created_once(o.seen),
+        ttl.outcome,
+        logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
+    ];
+    if !o.cronjobs.is_empty() {
+        let (from, to) = o.cron_window;
+        audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
+    }
+    (audits, ttl.lags)
+}
+
+/// Runs `scenario` with its output in `out`; answers whether every audit and goal passed, and
+/// the report's path.
+pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
+    let started = Timestamp::now();
+    let wall = Instant::now();
+    let logs_dir = out.join("logs");
+    std::fs::create_dir_all(&logs_dir)?;
+    let sampler = UsageSampler::start(Duration::from_millis(500));
+    sampler.register(HARNESS, Some(std::process::id()));
+
+    let audit_path = out.join("audit.log");
+    let sim = SimCluster::start(SimConfig {
+        nodes: scenario.sim.nodes,
+        audit_log: Some(audit_path.clone()),
+        ..SimConfig::default()
+    })
+    .await
+    .context("starting the sim cluster")?;
+    let kubeconfig = out.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)?;
+    tracing::info!(url = %sim.url(), "sim cluster started");
+    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
+    workload::create_namespaces(&client, &namespaces).await?;
+
+    let mut etcd: Option<EtcdProcess> = match scenario.fleet.store {
+        Store::Etcd if !scenario.fleet.standalone => {
+            let etcd =
+                fleet_processes::start_etcd(&out.join("etcd-data"), &logs_dir, Duration::from_secs(30))
+                    .await?;
+            sampler.register("etcd", etcd.child.id());
+            Some(etcd)
+        }
+        _ => None,
+    };
+    let store_flags = match &etcd {
+        Some(etcd) => vec!["--store".into(), "etcd".into(), "--etcd-endpoints".into(), etcd.endpoint.clone()],
+        None => Vec::new(),
+    };
+    let clock = CronClock::starting_now(scenario.fleet.cron_clock_speed);
+    println!("scenario {name}: {}", scenario.description);
+    println!("starting the fleet (logs in {})", logs_dir.display());
+    let mut controllers =
+        Controllers::start(&scenario, &kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?;
+    let watch = ObjectWatch::start(&client, Duration::from_secs(30)).await?;
+    let cronjobs = workload::create_cronjobs(&client, &scenario.workload, &namespaces).await?;
+    let cron_from = clock.now();
+
+    let planned = workload::planned_jobs(&scenario.workload, scenario.duration.0);
+    let sent = Arc::new(workload::Sent::default());
+    let progress = Progress::start(planned, sent.clone(), watch.seen.clone());
+    let start = Instant::now();
+    let until = start + scenario.duration.0;
+    progress.status(format!("workload for {}", scenario.duration));
+    let on_fault = |f: &faults::FaultRecord| {
+        progress
+            .status(format!("fault at {:.1}s: {} {} — {}", f.applied_seconds, f.action, f.target, f.result))
+    };
+    let generate = workload::send_jobs(
+        client.clone(),
+        scenario.workload.clone(),
+        namespaces.clone(),
+        start,
+        until,
+        sent.clone(),
+    );
+    let fault_records = match &mut controllers {
+        Controllers::Fleet(fleet) => {
+            let (_, records, _) = tokio::join!(
+                generate,
+                faults::run(
+                    faults::Targets { fleet, sim: &sim, etcd: etcd.as_mut() },
+                    &scenario.faults,
+                    start,
+                    &sampler,
+                    on_fault
+                ),
+                tokio::time::sleep_until(until)
+            );
+            records
+        }
+        Controllers::Standalone(_) => {
+            tokio::join!(generate, tokio::time::sleep_until(until));
+            Vec::new()
+        }
+    };
+    let cron_to = clock.at(Timestamp::now() - jiff::SignedDuration::try_from(CRON_WINDOW_LAG)?);
+    workload::suspend_cronjobs(&client, &cronjobs).await;
+
+    progress
+        .status(format!("waiting up to {} for every Job to finish and every TTL to pass", scenario.settle));
+    let settle_deadline = Instant::now() + scenario.settle.0;
+    while !settled(&watch.seen.lock()) && Instant::now() < settle_deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    progress.finish("workload over; auditing");
+    let end = Timestamp::now();
+
+    let epochs = match &controllers {
+        Controllers::Fleet(fleet) => {
+            fleet.shard_epochs().await.context("reading shard epochs from the leader")?
+        }
+        Controllers::Standalone(_) => BTreeMap::new(),
+    };
+    let moves: BTreeMap<u32, u64> = epochs.into_iter().map(|(s, e)| (s, e.saturating_sub(1))).collect();
+    let usage = sampler.finish();
+    let log_files = controllers.log_files(&logs_dir);
+    controllers.stop().await;
+    if let Some(mut etcd) = etcd {
+        let _ = etcd.child.start_kill();
+        let _ = etcd.child.wait().await;
+    }
+    let seen = std::mem::take(&mut *watch.seen.lock());
+    drop(watch);
+    let events = settled_audit_log(&audit_path).await?;
+
+    let create_errors = sent.errors.lock().clone();
+    let (audits, ttl_lags) = audit(&Observed {
+        scenario: &scenario,
+        seen: &seen,
+        events: &events,
+        namespaces: &namespaces,
+        moves: &moves,
+        cronjobs: &cronjobs,
+        cron_window: (cron_from, cron_to),
+        clock: &clock,
+        end,
+        log_files: &log_files,
+        planned,
+        create_errors: &create_errors,
+    });
+
+    let created_at = sent.created_at.lock().clone();
+    let mut latencies = Latencies::default();
+    for j in seen.jobs.values() {
+        let Some(created) = created_at.get(&(j.namespace.clone(), j.name.clone())) else { continue };
+        let since = |t: Option<Timestamp>| t.map(|t| t.duration_since(*created).as_secs_f64());
+        latencies.first_pod.extend(since(j.first_pod_seen));
+        latencies.all_pods_created.extend(since(j.last_pod_seen));
+        latencies.finished.extend(since(j.finished.as_ref().map(|f| f.seen)));
+    }
+    let latency = report::latency_table(&latencies);
+    let ttl_lag = report::Percentiles::of(&ttl_lags);
+    let processes = report::processes(&usage);
+    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
+    let passed = audits.iter().chain(&goals).all(|o| o.passed);
+    let violations = audits
+        .iter()
+        .chain(&goals)
+        .filter(|o| !o.violations.is_empty())
+        .map(|o| (o.name.clone(), o.violations.clone()))
+        .collect();
+    let finished_with = |c: &str| {
+        seen.jobs.values().filter(|j| j.finished.as_ref().is_some_and(|f| f.condition == c)).count()
+    };
+    let plot_path = out.join("latency-cdf.svg");
+    let plot_result = report::plot_latencies(&plot_path, name, &latencies);
+    if let Err(e) = &plot_result {
+        tracing::warn!(error = %e, "plotting the latencies failed");
+    }
+    let mut files = BTreeMap::from([
+        ("audit_log".to_string(), audit_path.display().to_string()),
+        ("process_logs".to_string(), logs_dir.display().to_string()),
+        ("harness_log".to_string(), out.join("loadtest.log").display().to_string()),
+        ("kubeconfig".to_string(), kubeconfig.display().to_string()),
+    ]);
+    if plot_result.is_ok() {
+        files.insert("latency_cdf".into(), plot_path.display().to_string());
+    }
+    let report = Report {
+        scenario: name.to_string(),
+        description: scenario.description.clone(),
+        started: started.to_string(),
+        wall_seconds: report::seconds(wall.elapsed()),
+        passed,
+        audits,
+        goals,
+        violations,
+        jobs: JobCounts {
+            planned,
+            created: sent.created(),
+            create_errors: create_errors.len(),
+            seen: seen.jobs.len(),
+            complete: finished_with("Complete"),
+            failed: finished_with("Failed"),
+            unfinished: seen.jobs.values().filter(|j| j.finished.is_none()).count(),
+        },
+        latency_seconds: latency,
+        ttl_lag_seconds: ttl_lag,
+        faults: fault_records,
+        processes,
+        api_requests: api_usage::requests_by_process(&events),
+        files,
+    };
+    let path = out.join("report.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    print!("{}", report::summary(&report));
+    drop(sim);
+    Ok((passed, path))
+}

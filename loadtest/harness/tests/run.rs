@@ -1,0 +1,158 @@
+//! `loadtest run` as a user runs it: a short worker-churn scenario end to end (the sim, a
+//! coordinator and workers as processes; a worker added, one killed, one paused past its lease)
+//! whose report passes every audit and goal; and a bad scenario file, refused with exit 2 and
+//! the bad field named.
+
+use std::path::Path;
+use std::process::Output;
+
+use tokio::process::Command;
+
+/// Runs `loadtest run` with `args`, its output captured.
+async fn loadtest_run(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadtest"))
+        .arg("run")
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("loadtest runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// About 25 s of workload on a 6× cron clock, with every fault kind that needs no drain wait.
+const SHORT_CHURN: &str = r#"
+description: a short worker-churn
+duration: 25s
+settle: 120s
+fleet: {workers: 2, shards: 16, worker_lease: 4s, lease_margin: 1s, leader_lease: 10s, cron_clock_speed: 6}
+workload:
+  namespaces: 8
+  jobs:
+    - {name: work, count: 60, rate: 3, completions: 3, parallelism: 2, pod: {run: 300ms}}
+    - {name: flaky, count: 2, completions: 2, backoff_limit: 2, pod: {run: 100ms, exit_code: 1, fail_attempts: 1}}
+    - {name: idx, count: 4, rate: 0.5, indexed: true, completions: 4, parallelism: 2, pod: {run: 200ms}}
+    - {name: tidy, count: 10, rate: 1, ttl_seconds_after_finished: 3, pod: {run: 200ms}}
+  cronjobs:
+    - {name: tick, schedule: "* * * * *", namespaces: 2, pod: {run: 100ms}}
+faults:
+  - {at: 4s, action: add-worker}
+  - {at: 9s, action: kill-worker, worker: w-1}
+  - {at: 14s, action: pause-worker, worker: w-0, resume_after: 7s}
+goals:
+  first_pod_p99: 60s
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("short-churn.yaml");
+    std::fs::write(&scenario, SHORT_CHURN).expect("scenario written");
+    let out = dir.path().join("out");
+    let output = loadtest_run(&[scenario.as_os_str(), "--out".as_ref(), out.as_os_str()]).await;
+    let shown = text(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    assert_eq!(Path::new(last), out.join("report.json"), "the report's path comes last: {shown}");
+
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report written"))
+            .expect("JSON");
+    let failed: Vec<&serde_json::Value> = ["audits", "goals"]
+        .iter()
+        .flat_map(|k| report[*k].as_array().into_iter().flatten())
+        .filter(|o| o["passed"] != true)
+        .collect();
+    assert!(failed.is_empty(), "failed: {failed:#?}\nviolations: {:#}\n{shown}", report["violations"]);
+    assert!(output.status.success(), "every audit passed, so exit 0: {shown}");
+    // Every audit ran, each entry in the report's form.
+    let audits: Vec<&str> =
+        report["audits"].as_array().expect("audits").iter().filter_map(|a| a["name"].as_str()).collect();
+    for name in [
+        "shard-tenures-never-overlap",
+        "active-pods-within-parallelism",
+        "no-pod-for-a-finished-job",
+        "jobs-finish-as-upstream",
+        "ttl-jobs-deleted-after-their-ttl",
+        "no-panic-or-error-logged",
+        "cron-times-run-once",
+    ] {
+        assert!(audits.contains(&name), "{name} missing from {audits:?}");
+    }
+    for entry in report["audits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(report["goals"].as_array().into_iter().flatten())
+    {
+        let keys: Vec<&String> = entry.as_object().expect("an object").keys().collect();
+        assert_eq!(keys, ["name", "target", "measured", "passed"], "{entry}");
+    }
+    // The workload ran through the faults and was measured from the outside.
+    assert_eq!(report["jobs"]["created"], 76, "{:#}", report["jobs"]);
+    assert_eq!(report["jobs"]["unfinished"], 0, "{:#}", report["jobs"]);
+    assert_eq!(report["latency_seconds"]["job_created_to_finished"]["count"], 76);
+    let faults: Vec<&str> =
+        report["faults"].as_array().expect("faults").iter().filter_map(|f| f["result"].as_str()).collect();
+    assert_eq!(faults, ["started w-2", "SIGKILL", "SIGSTOP, SIGCONT after 7s"]);
+    let processes: Vec<&str> = report["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for p in ["coordinator-0", "w-0", "w-1", "w-2"] {
+        assert!(processes.contains(&p), "{p} missing from {processes:?}");
+    }
+    let requests = report["api_requests"].as_array().expect("api_requests");
+    assert!(
+        requests.iter().any(|r| r["process"] == "fleet-worker (w-2)"
+            && r["verb"] == "create"
+            && r["resource"] == "pods"),
+        "the added worker created pods: {requests:#?}"
+    );
+    assert!(out.join("latency-cdf.svg").is_file() && out.join("audit.log").is_file());
+    let own_log = std::fs::read_to_string(out.join("loadtest.log")).expect("the harness's log");
+    assert!(own_log.contains("fault"), "the harness logs its faults to its file");
+    assert!(!stdout.contains(" INFO "), "no log line on the terminal: {shown}");
+}
+
+#[tokio::test]
+async fn a_bad_scenario_file_exits_2_naming_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            "duration: 10s\nworkload:\n  jobs:\n    - {name: a, count: 1, paralellism: 2}\n",
+            "workload.jobs[0]: unknown field `paralellism`",
+        ),
+        ("duration: 10s\nfleet: {stor: etcd}\nworkload: {}\n", "fleet: unknown field `stor`"),
+        (
+            "duration: 10s\nworkload: {}\nfaults:\n  - {at: 1s, action: pause-worker, worker: w-0}\n",
+            "faults[0].resume_after: set for pause-worker and restart-etcd",
+        ),
+    ];
+    for (i, (yaml, named)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("bad-{i}.yaml"));
+        std::fs::write(&path, yaml).expect("written");
+        let output =
+            loadtest_run(&[path.as_os_str(), "--out".as_ref(), dir.path().join("out").as_os_str()]).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(stderr.contains(named), "{named:?} not in: {stderr}");
+        assert!(stderr.contains(&path.display().to_string()), "the file is named: {stderr}");
+    }
+    let output = loadtest_run(&["no-such-scenario".as_ref()]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("worker-churn"),
+        "known scenarios listed: {}",
+        text(&output)
+    );
+}
