@@ -10,7 +10,7 @@
 //! The work: two coordinators (one leads, on the Kubernetes store in namespace `batchfleet`) and
 //! two workers on a fast CronJob clock. Jobs that succeed, fail (deleting their running pod),
 //! finish with a TTL; a CronJob firing with a history limit; PodGC collecting terminated pods
-//! over its threshold and a pod of a deleted node; a drain and undrain; a worker stopped with
+//! over its threshold and a pod of a deleted node (its first deletes fail); a drain and undrain; a worker stopped with
 //! SIGTERM (it drains and removes its lease); the leader stopped (the standby takes over).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,6 +21,8 @@ use std::time::Duration;
 use batchfleet_deploy_tests::{Sim, build, deploy_dir, describe, documents, kustomization};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::read_log;
+use batchfleet_sim::faults::{ErrorRate, FaultConfig, FaultRule};
+use batchfleet_sim::http::NodeAdmin;
 use batchfleet_sim::testing::{wait_until, workspace_binary};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -244,7 +246,8 @@ fn promql_metrics(expr: &str) -> BTreeSet<String> {
     let mut t = 0;
     while t < tokens.len() {
         let token = &tokens[t];
-        let next_is_paren = tokens.get(t + 1).is_some_and(|n| n == "(");
+        // `sum by (le) (…)`: an aggregation is followed by `(` or by its grouping.
+        let next_is_paren = tokens.get(t + 1).is_some_and(|n| n == "(" || GROUPING.contains(&n.as_str()));
         let is_ident = token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == ':');
         if GROUPING.contains(&token.as_str()) && next_is_paren {
             while t < tokens.len() && tokens[t] != ")" {
@@ -451,6 +454,18 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     }))
     .expect("cronjob");
     cronjobs.create(&PostParams::default(), &cronjob).await.expect("create cronjob");
+    // Forbid with a Job that never ends: "JobAlreadyActive" every minute, an Event the recorder
+    // patches (its count) rather than creates again.
+    let busy: CronJob = serde_json::from_value(json!({
+        "metadata": {"name": "busy"},
+        "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid",
+                 "jobTemplate": {"spec": {"template": pod_template(json!({"sim.batchfleet.io/run": "forever"}))}}}
+    }))
+    .expect("cronjob");
+    Api::<CronJob>::namespaced(client.clone(), "team-a")
+        .create(&PostParams::default(), &busy)
+        .await
+        .expect("create busy");
     // A pod of a node that goes away: PodGC's orphan pass.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "team-b");
     let orphan: Pod = serde_json::from_value(json!({
@@ -469,7 +484,8 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     .await;
     // The CronJob ran at least twice and its history limit removed a Job.
     let cron_jobs: Api<Job> = Api::namespaced(client.clone(), "team-c");
-    let mut seen = BTreeSet::new();
+    let seen = std::sync::Mutex::new(BTreeSet::new());
+    let seen = &seen;
     wait_until("the CronJob ran three times, keeping one", Duration::from_secs(120), || async {
         let names: BTreeSet<String> = cron_jobs
             .list(&Default::default())
@@ -479,11 +495,28 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
             .into_iter()
             .filter_map(|j| j.metadata.name)
             .collect();
+        let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.extend(names.iter().cloned());
         (seen.len() >= 3 && names.len() < seen.len()).then_some(())
     })
     .await;
+    // PodGC's first deletes of the orphan fail (a 500 from the sim), so that its error counter
+    // is exported too; then they succeed.
+    let fail_deletes = FaultRule {
+        verb: "delete".into(),
+        resource: "pods".into(),
+        error_rates: vec![ErrorRate { code: 500, rate: 1.0 }],
+        ..FaultRule::default()
+    };
+    sim.cluster.faults().configure(FaultConfig { rules: vec![fail_deletes], ..FaultConfig::default() });
     sim.cluster.nodes().delete_node("sim-node-2").expect("delete node");
+    let leader_metrics = processes.coordinators[0].2.clone();
+    wait_until("PodGC counts a failed delete", Duration::from_secs(60), || async {
+        let (_, text) = http_get(&leader_metrics, "/metrics").await?;
+        text.contains("pod_gc_collector_force_delete_pod_errors_total{").then_some(())
+    })
+    .await;
+    sim.cluster.faults().configure(FaultConfig::default());
     wait_until("PodGC collects the orphaned pod", Duration::from_secs(60), || async {
         pods.get_opt("orphan").await.ok()?.is_none().then_some(())
     })

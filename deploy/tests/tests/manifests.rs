@@ -283,6 +283,17 @@ fn the_kcm_overlays_split_the_controllers_as_the_migration_doc_says() {
         args.iter().any(|a| a["name"] == "controllers" && a["value"] == "*,-job,-cronjob,-ttl-after-finished,-podgc"),
         "{args:?}"
     );
+    let coordinator_args = |name: &str| -> Vec<String> {
+        let built = build(&kustomization(name));
+        let deployment =
+            built.iter().find(|o| describe(o) == "Deployment/fleet-coordinator").expect("coordinator");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].as_array().cloned();
+        args.unwrap_or_default().iter().filter_map(|a| a.as_str().map(String::from)).collect()
+    };
+    assert!(coordinator_args("beside-kcm").contains(&"--controllers=-podgc".to_string()));
+    assert!(coordinator_args("replace-kcm").contains(&"--controllers=podgc".to_string()));
+    let beside = objects("beside-kcm");
+    assert!(!beside.contains("ClusterRole/batchfleet:fleet-coordinator"), "no PodGC, no cluster-wide rules");
     let (_, env) = worker_settings("etcd");
     assert!(env.iter().any(|(k, v)| k == "FLEET_STORE" && v == "etcd"), "{env:?}");
 }
