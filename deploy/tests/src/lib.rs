@@ -121,3 +121,180 @@ impl Sim {
         kube::Client::try_from(kube::Config::new(self.cluster.url().parse().expect("url"))).expect("client")
     }
 }
+
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// `GET path` from an HTTP endpoint of ours: the status code and the body.
+pub async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Some((code, body))
+}
+
+/// `fleetctl --admin ADMIN -o json ARGS…`, parsed; `None` when it fails.
+pub fn fleetctl(admin: &str, args: &[&str]) -> Option<Value> {
+    let binary = batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl");
+    let out =
+        std::process::Command::new(binary).args(["--admin", admin, "-o", "json"]).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// Every shard's owner once all `count` shards are active.
+pub fn settled_owners(admin: &str, count: usize) -> Option<std::collections::BTreeMap<u64, String>> {
+    let shards = fleetctl(admin, &["shards"])?;
+    let shards = shards.as_array()?;
+    let all_active = shards.len() == count && shards.iter().all(|s| s["state"] == "active");
+    all_active.then(|| {
+        shards.iter().filter_map(|s| Some((s["shard"].as_u64()?, s["owner"].as_str()?.to_string()))).collect()
+    })
+}
+
+/// One process of the fleet: its id, the child (killed when dropped) and its metrics address.
+pub struct Process {
+    pub id: String,
+    pub child: tokio::process::Child,
+    pub metrics: String,
+}
+
+/// A fleet as processes on a sim: coordinators (the first leads) and workers, in namespace
+/// `namespace`, with `shards` shards; each logs to `<id>.log` in the sim's directory.
+pub struct Fleet {
+    pub coordinators: Vec<Process>,
+    pub workers: Vec<Process>,
+    /// Every coordinator's admin address, comma-separated (`--admin`, `FLEET_ADMIN`).
+    pub admin: String,
+    pub shards: u32,
+}
+
+/// What [`Fleet::start`] starts.
+pub struct FleetSpec<'a> {
+    pub namespace: &'a str,
+    pub shards: u32,
+    pub coordinators: &'a [&'a str],
+    pub workers: &'a [&'a str],
+    /// More flags for every worker.
+    pub worker_args: Vec<String>,
+    /// More flags for every coordinator.
+    pub coordinator_args: Vec<String>,
+}
+
+impl Fleet {
+    /// Starts the processes and waits until the first coordinator leads, every shard is active
+    /// and every worker is ready.
+    pub async fn start(sim: &Sim, spec: FleetSpec<'_>) -> Self {
+        use batchfleet_sim::testing::{wait_until, workspace_binary};
+        use std::time::Duration;
+        let kubeconfig = sim.kubeconfig().to_string_lossy().into_owned();
+        let coordinator_bin = workspace_binary("batchfleet-coordinator", "fleet-coordinator");
+        let worker_bin = workspace_binary("batchfleet-worker", "fleet-worker");
+        let spawn = |binary: &Path, id: &str, args: Vec<String>| {
+            let log = std::fs::File::create(sim.dir.path().join(format!("{id}.log"))).expect("log file");
+            tokio::process::Command::new(binary)
+                .args(args)
+                .env("RUST_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::from(log))
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()))
+        };
+        let shards = spec.shards.to_string();
+        let mut coordinators = Vec::new();
+        let mut admin = Vec::new();
+        for (i, id) in spec.coordinators.iter().enumerate() {
+            let listen = format!("127.0.0.1:{}", free_port());
+            let metrics = format!("127.0.0.1:{}", free_port());
+            admin.push(format!("http://{listen}"));
+            let mut args: Vec<String> = [
+                "--kubeconfig",
+                &kubeconfig,
+                "--coordinator-id",
+                id,
+                "--listen",
+                &listen,
+                "--metrics-addr",
+                &metrics,
+                "--namespace",
+                spec.namespace,
+                "--shards",
+                &shards,
+                "--worker-lease-margin",
+                "1s",
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                "400ms",
+            ]
+            .map(String::from)
+            .to_vec();
+            args.extend(spec.coordinator_args.iter().cloned());
+            let child = spawn(&coordinator_bin, id, args);
+            if i == 0 {
+                // The first leads: it starts alone.
+                wait_until(&format!("{id} leads"), Duration::from_secs(60), || async {
+                    let (_, text) = http_get(&metrics, "/metrics").await?;
+                    text.contains("fleet_coordinator_leader 1").then_some(())
+                })
+                .await;
+            }
+            coordinators.push(Process { id: id.to_string(), child, metrics });
+        }
+        let admin = admin.join(",");
+        let mut workers = Vec::new();
+        for id in spec.workers {
+            let metrics = format!("127.0.0.1:{}", free_port());
+            let mut args: Vec<String> = [
+                "--kubeconfig",
+                &kubeconfig,
+                "--coordinator",
+                &admin,
+                "--worker-id",
+                id,
+                "--metrics-addr",
+                &metrics,
+                "--namespace",
+                spec.namespace,
+                "--shards",
+                &shards,
+                "--lease-duration",
+                "5s",
+                "--drain-timeout",
+                "30s",
+            ]
+            .map(String::from)
+            .to_vec();
+            args.extend(spec.worker_args.iter().cloned());
+            workers.push(Process { id: id.to_string(), child: spawn(&worker_bin, id, args), metrics });
+        }
+        let count = spec.shards as usize;
+        wait_until("every shard active", Duration::from_secs(90), || async { settled_owners(&admin, count) })
+            .await;
+        for w in &workers {
+            wait_until(&format!("{} ready", w.id), Duration::from_secs(60), || async {
+                let (code, _) = http_get(&w.metrics, "/readyz").await?;
+                (code == 200).then_some(())
+            })
+            .await;
+        }
+        Self { coordinators, workers, admin, shards: spec.shards }
+    }
+
+    /// Every shard's owner once all are active.
+    pub fn settled_owners(&self) -> Option<std::collections::BTreeMap<u64, String>> {
+        settled_owners(&self.admin, self.shards as usize)
+    }
+}

@@ -14,58 +14,29 @@
 //! SIGTERM (it drains and removes its lease); the leader stopped (the standby takes over).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use batchfleet_deploy_tests::{Sim, build, deploy_dir, describe, documents, kustomization};
+use batchfleet_deploy_tests::{
+    Fleet, FleetSpec, Sim, build, deploy_dir, describe, documents, fleetctl, http_get, kustomization,
+};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::read_log;
 use batchfleet_sim::faults::{ErrorRate, FaultConfig, FaultRule};
 use batchfleet_sim::http::NodeAdmin;
-use batchfleet_sim::testing::{wait_until, workspace_binary};
+use batchfleet_sim::testing::wait_until;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 const SHARDS: u32 = 16;
 const NAMESPACE: &str = "batchfleet";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-/// A child process that is killed when dropped.
-fn spawn(binary: &Path, args: &[String], log: &Path) -> Child {
-    let log = std::fs::File::create(log).expect("log file");
-    Command::new(binary)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()))
-}
 
 fn signal(child: &Child, signal: &str) {
     let pid = child.id().expect("the child runs").to_string();
     let sent = std::process::Command::new("kill").args([signal, &pid]).status().expect("kill runs");
     assert!(sent.success(), "kill {signal} {pid}");
-}
-
-async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    Some((code, body))
 }
 
 /// Sample names of a Prometheus text exposition (`name{…} value` or `name value`).
@@ -75,28 +46,6 @@ fn sample_names(text: &str) -> BTreeSet<String> {
         .filter_map(|l| l.split(['{', ' ']).next())
         .map(str::to_string)
         .collect()
-}
-
-fn fleetctl(admin: &str, args: &[&str]) -> Option<Value> {
-    let out = std::process::Command::new(workspace_binary("batchfleet-fleetctl", "fleetctl"))
-        .args(["--admin", admin, "-o", "json"])
-        .args(args)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-/// Every shard's owner once all are active.
-fn settled_owners(admin: &str) -> Option<BTreeMap<u64, String>> {
-    let shards = fleetctl(admin, &["shards"])?;
-    let shards = shards.as_array()?;
-    let all_active = shards.len() == SHARDS as usize && shards.iter().all(|s| s["state"] == "active");
-    all_active.then(|| {
-        shards.iter().filter_map(|s| Some((s["shard"].as_u64()?, s["owner"].as_str()?.to_string()))).collect()
-    })
 }
 
 fn job(name: &str, spec: Value) -> Job {
@@ -312,111 +261,40 @@ fn queries() -> Vec<(String, String)> {
     out
 }
 
-struct Processes {
-    coordinators: Vec<(String, Child, String)>,
-    workers: Vec<(String, Child, String)>,
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and_alerts() {
     let sim = Sim::start(SimConfig { nodes: 3, ..SimConfig::default() }).await;
     let client = sim.client();
-    let kubeconfig = sim.kubeconfig().to_string_lossy().into_owned();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for ns in [NAMESPACE, "team-a", "team-b", "team-c"] {
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
         namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
     }
-    let logs: PathBuf = sim.dir.path().to_path_buf();
-    let coordinator_bin = workspace_binary("batchfleet-coordinator", "fleet-coordinator");
-    let worker_bin = workspace_binary("batchfleet-worker", "fleet-worker");
-
-    let mut processes = Processes { coordinators: Vec::new(), workers: Vec::new() };
-    let mut admin_urls = Vec::new();
-    for id in ["coordinator-0", "coordinator-1"] {
-        let listen = format!("127.0.0.1:{}", free_port());
-        let metrics = format!("127.0.0.1:{}", free_port());
-        admin_urls.push(format!("http://{listen}"));
-        let args: Vec<String> = [
-            "--kubeconfig",
-            &kubeconfig,
-            "--coordinator-id",
-            id,
-            "--listen",
-            &listen,
-            "--metrics-addr",
-            &metrics,
-            "--namespace",
-            NAMESPACE,
-            "--shards",
-            &SHARDS.to_string(),
-            "--worker-lease-margin",
-            "1s",
-            "--leader-elect-lease-duration",
-            "4s",
-            "--leader-elect-renew-deadline",
-            "3s",
-            "--leader-elect-retry-period",
-            "400ms",
-            "--terminated-pod-gc-threshold",
-            "1",
-            "--podgc-period",
-            "500ms",
-            "--podgc-quarantine",
-            "1s",
-        ]
-        .map(String::from)
-        .to_vec();
-        let child = spawn(&coordinator_bin, &args, &logs.join(format!("{id}.log")));
-        processes.coordinators.push((id.to_string(), child, metrics));
-        // The first leads: it starts alone.
-        if id == "coordinator-0" {
-            wait_until("coordinator-0 leads", Duration::from_secs(60), || async {
-                let (_, text) = http_get(&processes.coordinators[0].2, "/metrics").await?;
-                text.contains("fleet_coordinator_leader 1").then_some(())
-            })
-            .await;
-        }
-    }
-    let admin = admin_urls.join(",");
     let clock = format!("10@{}", jiff::Timestamp::now());
-    for id in ["w-0", "w-1"] {
-        let metrics = format!("127.0.0.1:{}", free_port());
-        let args: Vec<String> = [
-            "--kubeconfig",
-            &kubeconfig,
-            "--coordinator",
-            &admin,
-            "--worker-id",
-            id,
-            "--metrics-addr",
-            &metrics,
-            "--namespace",
-            NAMESPACE,
-            "--shards",
-            &SHARDS.to_string(),
-            "--lease-duration",
-            "5s",
-            "--drain-timeout",
-            "30s",
-            "--test-clock",
-            &clock,
-        ]
-        .map(String::from)
-        .to_vec();
-        let child = spawn(&worker_bin, &args, &logs.join(format!("{id}.log")));
-        processes.workers.push((id.to_string(), child, metrics));
-    }
-    let owners =
-        wait_until("every shard active", Duration::from_secs(90), || async { settled_owners(&admin) }).await;
+    let mut fleet = Fleet::start(
+        &sim,
+        FleetSpec {
+            namespace: NAMESPACE,
+            shards: SHARDS,
+            coordinators: &["coordinator-0", "coordinator-1"],
+            workers: &["w-0", "w-1"],
+            worker_args: vec!["--test-clock".into(), clock],
+            coordinator_args: [
+                "--terminated-pod-gc-threshold",
+                "1",
+                "--podgc-period",
+                "500ms",
+                "--podgc-quarantine",
+                "1s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        },
+    )
+    .await;
+    let admin = fleet.admin.clone();
+    let owners = fleet.settled_owners().expect("settled");
     assert!(owners.values().any(|o| o == "w-0") && owners.values().any(|o| o == "w-1"), "{owners:?}");
-    for (id, _, metrics) in &processes.workers {
-        wait_until(&format!("{id} ready"), Duration::from_secs(60), || async {
-            let (code, _) = http_get(metrics, "/readyz").await?;
-            (code == 200).then_some(())
-        })
-        .await;
-    }
 
     // The work.
     let jobs: Api<Job> = Api::namespaced(client.clone(), "team-a");
@@ -510,7 +388,7 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     };
     sim.cluster.faults().configure(FaultConfig { rules: vec![fail_deletes], ..FaultConfig::default() });
     sim.cluster.nodes().delete_node("sim-node-2").expect("delete node");
-    let leader_metrics = processes.coordinators[0].2.clone();
+    let leader_metrics = fleet.coordinators[0].metrics.clone();
     wait_until("PodGC counts a failed delete", Duration::from_secs(60), || async {
         let (_, text) = http_get(&leader_metrics, "/metrics").await?;
         text.contains("pod_gc_collector_force_delete_pod_errors_total{").then_some(())
@@ -525,40 +403,40 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     // Fleet operations: drain and undrain w-0.
     fleetctl(&admin, &["drain", "w-0"]).expect("drain");
     wait_until("w-0 drained", Duration::from_secs(60), || async {
-        settled_owners(&admin).filter(|o| o.values().all(|o| o == "w-1"))
+        fleet.settled_owners().filter(|o| o.values().all(|o| o == "w-1"))
     })
     .await;
     fleetctl(&admin, &["undrain", "w-0"]).expect("undrain");
     fleetctl(&admin, &["rebalance"]).expect("rebalance");
     wait_until("w-0 takes shards again", Duration::from_secs(60), || async {
-        settled_owners(&admin).filter(|o| o.values().any(|o| o == "w-0"))
+        fleet.settled_owners().filter(|o| o.values().any(|o| o == "w-0"))
     })
     .await;
 
     // Scrape every process while it runs.
     let mut exported = BTreeSet::new();
-    for (id, _, metrics) in processes.coordinators.iter().chain(&processes.workers) {
+    for p in fleet.coordinators.iter().chain(&fleet.workers) {
         let (code, text) =
-            http_get(metrics, "/metrics").await.unwrap_or_else(|| panic!("{id} serves /metrics"));
-        assert_eq!(code, 200, "{id}");
+            http_get(&p.metrics, "/metrics").await.unwrap_or_else(|| panic!("{} serves /metrics", p.id));
+        assert_eq!(code, 200, "{}", p.id);
         exported.extend(sample_names(&text));
     }
 
     // SIGTERM w-1: it asks to be drained, waits, and removes its lease.
-    let (_, mut w1, _) = processes.workers.remove(1);
+    let mut w1 = fleet.workers.remove(1).child;
     signal(&w1, "-TERM");
     let exited =
         tokio::time::timeout(Duration::from_secs(60), w1.wait()).await.expect("w-1 exits").expect("reaped");
     assert!(exited.success(), "w-1 exited with {exited}");
     // SIGTERM the leader: it resigns, and the standby leads.
-    let (_, mut c0, _) = processes.coordinators.remove(0);
+    let mut c0 = fleet.coordinators.remove(0).child;
     signal(&c0, "-TERM");
     tokio::time::timeout(Duration::from_secs(30), c0.wait())
         .await
         .expect("coordinator-0 exits")
         .expect("reaped");
     wait_until("coordinator-1 leads with every shard on w-0", Duration::from_secs(60), || async {
-        settled_owners(&admin).filter(|o| o.values().all(|o| o == "w-0"))
+        fleet.settled_owners().filter(|o| o.values().all(|o| o == "w-0"))
     })
     .await;
     let more =
@@ -568,7 +446,7 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
         (jobs.get("after").await.ok()?.status?.succeeded == Some(1)).then_some(())
     })
     .await;
-    drop(processes);
+    drop(fleet);
 
     // RBAC: the calls against the rules.
     let events = read_log(&sim.audit_log()).expect("audit log");
