@@ -211,25 +211,33 @@ impl Fleet {
                 .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()))
         };
         let shards = spec.shards.to_string();
+        // The flags both binaries take: the API server, the store's namespace, S, identity, metrics.
+        let common = |(id_flag, id): (&str, &str), metrics: &str| -> Vec<String> {
+            [
+                "--kubeconfig",
+                &kubeconfig,
+                id_flag,
+                id,
+                "--metrics-addr",
+                metrics,
+                "--namespace",
+                spec.namespace,
+                "--shards",
+                &shards,
+            ]
+            .map(String::from)
+            .to_vec()
+        };
         let mut coordinators = Vec::new();
         let mut admin = Vec::new();
         for (i, id) in spec.coordinators.iter().enumerate() {
             let listen = format!("127.0.0.1:{}", free_port());
             let metrics = format!("127.0.0.1:{}", free_port());
             admin.push(format!("http://{listen}"));
-            let mut args: Vec<String> = [
-                "--kubeconfig",
-                &kubeconfig,
-                "--coordinator-id",
-                id,
+            let mut args = common(("--coordinator-id", id), &metrics);
+            let timing = [
                 "--listen",
                 &listen,
-                "--metrics-addr",
-                &metrics,
-                "--namespace",
-                spec.namespace,
-                "--shards",
-                &shards,
                 "--worker-lease-margin",
                 "1s",
                 "--leader-elect-lease-duration",
@@ -238,9 +246,8 @@ impl Fleet {
                 "3s",
                 "--leader-elect-retry-period",
                 "400ms",
-            ]
-            .map(String::from)
-            .to_vec();
+            ];
+            args.extend(timing.map(String::from));
             args.extend(spec.coordinator_args.iter().cloned());
             let child = spawn(&coordinator_bin, id, args);
             if i == 0 {
@@ -257,26 +264,11 @@ impl Fleet {
         let mut workers = Vec::new();
         for id in spec.workers {
             let metrics = format!("127.0.0.1:{}", free_port());
-            let mut args: Vec<String> = [
-                "--kubeconfig",
-                &kubeconfig,
-                "--coordinator",
-                &admin,
-                "--worker-id",
-                id,
-                "--metrics-addr",
-                &metrics,
-                "--namespace",
-                spec.namespace,
-                "--shards",
-                &shards,
-                "--lease-duration",
-                "5s",
-                "--drain-timeout",
-                "30s",
-            ]
-            .map(String::from)
-            .to_vec();
+            let mut args = common(("--worker-id", id), &metrics);
+            args.extend(
+                ["--coordinator", &admin, "--lease-duration", "5s", "--drain-timeout", "30s"]
+                    .map(String::from),
+            );
             args.extend(spec.worker_args.iter().cloned());
             workers.push(Process { id: id.to_string(), child: spawn(&worker_bin, id, args), metrics });
         }
