@@ -160,9 +160,11 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
     let limit = kube_client::RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst };
     let client = kube_client::from_config(config, &kube_client::user_agent(&id), Some(limit))?;
     let registry = prometheus::Registry::new();
-    let (metrics_bound, serve_metrics) = metrics_endpoint::bind(args.metrics_addr, registry.clone())
-        .await
-        .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
+    let liveness = metrics_endpoint::Liveness::default();
+    let (metrics_bound, serve_metrics) =
+        metrics_endpoint::bind(args.metrics_addr, registry.clone(), liveness.clone())
+            .await
+            .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
     tokio::spawn(serve_metrics);
     tracing::info!(%id, store = ?args.store.store, metrics = %metrics_bound, "fleet-coordinator starting");
 
@@ -194,6 +196,8 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         }
     };
     let (leadership, election) = leadership;
+    // An attempt takes at most two retry periods and the loop sleeps at most one between them.
+    liveness.watch_election(leadership.clone(), timing.lease_duration * 2 + timing.retry_period * 3);
     metrics_endpoint::register_leader_gauge(&registry, leadership.subscribe())?;
     let podgc_config = PodGcConfig {
         terminated_pod_threshold: args.terminated_pod_gc_threshold,
