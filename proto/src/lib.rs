@@ -57,4 +57,18 @@ mod tests {
         // Not measured encodes exactly as before.
         assert_eq!(old.encode_to_vec(), before().encode_to_vec());
     }
+
+    /// A newer worker's refusal reaches an older coordinator as a step it does not know (it
+    /// rejects the acknowledgement and resends PREPARE, as before); `held_epoch` is skipped.
+    #[test]
+    fn a_refusal_decodes_on_an_older_coordinator_as_an_unknown_step() {
+        let refused = Ack {
+            step: Step::Refused.into(),
+            held_epoch: Some(12),
+            ..Ack::decode(before().encode_to_vec().as_slice()).expect("decodes")
+        };
+        let old = AckBefore::decode(refused.encode_to_vec().as_slice()).expect("decodes");
+        assert_eq!(old.step, 5);
+        assert_eq!(Ack::decode(refused.encode_to_vec().as_slice()).expect("decodes").held_epoch, Some(12));
+    }
 }

@@ -77,6 +77,10 @@ struct Args {
     /// How long past a worker's lease expiry its shards stay its own before they move.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     worker_lease_margin: Duration,
+    /// How long a worker may take to warm a shard it is moving to before the move is cancelled
+    /// (the old owner keeps it) and the shard placed again.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    prepare_timeout: Duration,
     /// How often PodGC runs.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     podgc_period: Duration,
@@ -178,7 +182,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         shard_count: args.shards,
         lease_margin: args.worker_lease_margin,
         period: Duration::from_millis(200),
-        fleet: FleetConfig::default(),
+        fleet: FleetConfig { prepare_timeout: args.prepare_timeout, ..FleetConfig::default() },
         metrics: Some(FleetMetrics::register(&registry)?),
     };
     let leadership = match args.store.store {

@@ -68,6 +68,9 @@ async fn lead<S: CoordinationStore>(
     tracing::info!(shards = map.shard_count, revision = %revision.0, "leading the fleet");
     *shared.state.lock() = Some(FleetState::new(map, config.fleet.clone(), Instant::now()));
     let mut observer = LivenessObserver::default();
+    // Workers register with a new leader within moments: a registration stepped before the
+    // leases were read would find its worker without one, judge it gone and free its shards.
+    observer.observe(&store.workers().await?, Instant::now());
     let mut ticker = tokio::time::interval(config.period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -198,3 +201,7 @@ pub fn is_known(shared: &FleetShared, worker: &WorkerId) -> bool {
     shared.workers.lock().contains_key(worker)
         || shared.state.lock().as_ref().is_some_and(|s| s.shards_by_owner().contains_key(worker))
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

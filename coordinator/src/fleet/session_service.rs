@@ -118,6 +118,7 @@ impl FleetSession for SessionService {
             Ok(pb::Step::Revoked) => Step::Revoked,
             Ok(pb::Step::Activated) => Step::Activated,
             Ok(pb::Step::Dropped) => Step::Dropped,
+            Ok(pb::Step::Refused) => Step::Refused { held_epoch: r.held_epoch },
             _ => return Err(Status::invalid_argument("step is required")),
         };
         if let (Step::Activated, Some(micros)) = (step, r.activate_micros) {

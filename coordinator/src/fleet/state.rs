@@ -53,6 +53,11 @@ pub enum Step {
     Revoked,
     Activated,
     Dropped,
+    /// PREPARE could not be carried out; `held_epoch` is the highest epoch the worker knew the
+    /// shard at, when that is why.
+    Refused {
+        held_epoch: Option<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +108,9 @@ pub struct FleetConfig {
     pub registration_grace: Duration,
     /// A shard that moved is not moved again for balance within this long.
     pub min_move_interval: Duration,
+    /// A move whose new owner has not warmed the shard within this long is cancelled (the old
+    /// owner, if any, keeps acting) and placed again.
+    pub prepare_timeout: Duration,
 }
 
 impl Default for FleetConfig {
@@ -113,8 +121,19 @@ impl Default for FleetConfig {
             resend_after: Duration::from_secs(3),
             registration_grace: Duration::from_secs(10),
             min_move_interval: Duration::from_secs(60),
+            prepare_timeout: Duration::from_secs(120),
         }
     }
+}
+
+/// A shard whose owner reported it Revoking to a new leader: the previous leader's move was cut
+/// short while the owner drained. It stays the owner's until the owner answers REVOKE (its
+/// in-flight reconciles have finished) or its lease runs out; only then does nobody act.
+#[derive(Debug)]
+struct Stopping {
+    worker: WorkerId,
+    epoch: u64,
+    sent_at: Instant,
 }
 
 #[derive(Debug)]
@@ -143,6 +162,10 @@ pub struct FleetState {
     moved_at: BTreeMap<ShardId, Instant>,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
+    /// Shards whose last move was refused or timed out: not started again before then, so that a
+    /// worker that keeps refusing is not sent a new epoch every step.
+    retry_at: BTreeMap<ShardId, Instant>,
+    stopping: BTreeMap<ShardId, Stopping>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -191,6 +214,8 @@ impl FleetState {
             moved_at: BTreeMap::new(),
             finished: Vec::new(),
             gaps,
+            retry_at: BTreeMap::new(),
+            stopping: BTreeMap::new(),
         }
     }
 
@@ -222,6 +247,7 @@ impl FleetState {
         match self.moves.get(&shard).map(|m| m.handover.phase()) {
             Some(Phase::Preparing) => ShardState::Preparing,
             Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
+            _ if self.stopping.contains_key(&shard) => ShardState::Revoking,
             _ if self.owner(shard).is_some() => ShardState::Active,
             _ => ShardState::Unowned,
         }
@@ -317,7 +343,9 @@ impl FleetState {
             self.on_ack(ack, now, &mut out);
         }
         self.on_liveness(input, now, &mut out);
+        self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
+        self.retry_at.retain(|_, at| *at > now);
         // A fail-over must move nothing: place only once every worker whose lease runs had its
         // chance to register with this leader (a dead one's lease runs out within the grace).
         let settled =
@@ -330,6 +358,10 @@ impl FleetState {
                 std::mem::take(&mut self.requested).into_iter().partition(|m| live(&m.to));
             self.requested = waiting;
             for m in ready {
+                if self.retry_at.contains_key(&m.shard) {
+                    self.requested.push(m);
+                    continue;
+                }
                 self.start(m.shard, m.to, input, now, &mut out);
                 self.moved_at.insert(m.shard, now);
             }
@@ -338,7 +370,8 @@ impl FleetState {
                     break;
                 }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !live(&m.to) || self.recently_moved(&m, input, now) {
+                if !live(&m.to) || self.recently_moved(&m, input, now) || self.retry_at.contains_key(&m.shard)
+                {
                     continue;
                 }
                 self.start(m.shard, m.to.clone(), input, now, &mut out);
@@ -365,7 +398,10 @@ impl FleetState {
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        if self.moves.contains_key(&shard) || shard.0 >= self.map.shard_count {
+        if self.moves.contains_key(&shard)
+            || self.stopping.contains_key(&shard)
+            || shard.0 >= self.map.shard_count
+        {
             return;
         }
         let record = self.map.shards.entry(shard.0).or_default();
@@ -428,6 +464,8 @@ impl FleetState {
         out: &mut StepOutput,
     ) {
         self.registered.insert(worker.clone());
+        // What it reports now replaces what it reported before (it may have restarted).
+        self.stopping.retain(|_, s| s.worker != *worker);
         // Shards it goes on holding as this map's owner (or as part of a move in flight).
         let mut kept: BTreeSet<ShardId> = BTreeSet::new();
         for h in held {
@@ -459,14 +497,19 @@ impl FleetState {
                         },
                     ));
                 }
-                // It stopped for a move the previous leader did not finish: nobody acts.
+                // It stopped taking work for a move the previous leader did not finish, but its
+                // in-flight reconciles may still be writing: REVOKE again, and wait for its answer.
+                // The REVOKE's epoch must pass the held one, and is stored before it is sent.
                 (true, HeldPhase::Revoking) => {
+                    kept.insert(h.shard);
                     self.gaps.stopped(h.shard, now);
-                    self.map
-                        .shards
-                        .insert(h.shard.0, ShardRecord { owner: None, epoch: record.epoch, moving_to: None });
-                    out.store = true;
-                    out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }));
+                    let epoch = record.epoch.max(h.epoch + 1);
+                    if epoch != record.epoch {
+                        self.map.shards.insert(h.shard.0, ShardRecord { epoch, moving_to: None, ..record });
+                        out.store = true;
+                    }
+                    self.stopping.insert(h.shard, Stopping { worker: worker.clone(), epoch, sent_at: now });
+                    out.sends.push((worker.clone(), Command::Revoke { shard: h.shard, epoch }));
                 }
                 (false, _) => {
                     out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }))
@@ -489,6 +532,21 @@ impl FleetState {
     }
 
     fn on_ack(&mut self, ack: &Ack, now: Instant, out: &mut StepOutput) {
+        if let Step::Refused { held_epoch } = ack.step {
+            self.on_refused(ack, held_epoch, now, out);
+            return;
+        }
+        if ack.step == Step::Revoked
+            && self.stopping.get(&ack.shard).is_some_and(|s| s.worker == ack.worker && s.epoch == ack.epoch)
+        {
+            // Its in-flight work has finished: nobody acts, and placement may place it again.
+            self.stopping.remove(&ack.shard);
+            if let Some(record) = self.map.shards.get_mut(&ack.shard.0) {
+                record.owner = None;
+                out.store = true;
+            }
+            return;
+        }
         let Some(m) = self.moves.get_mut(&ack.shard) else {
             // The ACTIVATE a registration sent outside a move (the previous leader's move, cut
             // short between RecordOwner and ACTIVATED) is answered.
@@ -517,6 +575,55 @@ impl FleetState {
         }
         self.apply(actions, now, out);
         self.finish(ack.shard, now);
+    }
+
+    /// The new owner refused this move's PREPARE: the move is cancelled, and the shard's next
+    /// epoch is above any the worker knew it at (a map restored from an older backup is behind
+    /// the workers).
+    fn on_refused(&mut self, ack: &Ack, held_epoch: Option<u64>, now: Instant, out: &mut StepOutput) {
+        let Some(m) = self.moves.get(&ack.shard) else { return };
+        if m.handover.to != ack.worker
+            || m.handover.epoch != ack.epoch
+            || *m.handover.phase() != Phase::Preparing
+        {
+            return;
+        }
+        tracing::warn!(shard = ack.shard.0, worker = %ack.worker, epoch = ack.epoch, ?held_epoch, "PREPARE refused; the move is cancelled");
+        self.cancel(ack.shard, now, out);
+        if let Some(held) = held_epoch
+            && let Some(record) = self.map.shards.get_mut(&ack.shard.0)
+            && record.epoch < held
+        {
+            record.epoch = held;
+            out.store = true;
+        }
+    }
+
+    /// Moves still preparing after `prepare_timeout`: the new owner cannot warm the shard.
+    fn cancel_stalled_prepares(&mut self, now: Instant, out: &mut StepOutput) {
+        let stalled: Vec<ShardId> = self
+            .moves
+            .iter()
+            .filter(|(_, m)| {
+                *m.handover.phase() == Phase::Preparing
+                    && now.saturating_duration_since(m.started_at) >= self.config.prepare_timeout
+            })
+            .map(|(shard, _)| *shard)
+            .collect();
+        for shard in stalled {
+            tracing::warn!(shard = shard.0, timeout = ?self.config.prepare_timeout, "PREPARE not answered in time; the move is cancelled");
+            self.cancel(shard, now, out);
+        }
+    }
+
+    fn cancel(&mut self, shard: ShardId, now: Instant, out: &mut StepOutput) {
+        let Some(m) = self.moves.get_mut(&shard) else { return };
+        let actions = m.handover.on(Event::Cancel);
+        self.apply(actions, now, out);
+        self.finish(shard, now);
+        self.retry_at.insert(shard, now + self.config.resend_after);
+        // The cancelled epoch was recorded with the move; the map says nobody moves it now.
+        out.store = true;
     }
 
     fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -548,6 +655,7 @@ impl FleetState {
                 record.owner = None;
                 out.store = true;
                 self.gaps.stopped(ShardId(*shard), now);
+                self.stopping.remove(&ShardId(*shard));
             }
         }
     }
@@ -591,6 +699,12 @@ impl FleetState {
     }
 
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
+        for (&shard, s) in self.stopping.iter_mut() {
+            if now.saturating_duration_since(s.sent_at) >= self.config.resend_after {
+                s.sent_at = now;
+                out.sends.push((s.worker.clone(), Command::Revoke { shard, epoch: s.epoch }));
+            }
+        }
         for (&shard, m) in self.moves.iter_mut() {
             if now.saturating_duration_since(m.sent_at) < self.config.resend_after {
                 continue;
@@ -617,6 +731,7 @@ impl FleetState {
         let owners = self.shards_by_owner();
         for worker in &self.draining {
             let busy = owners.contains_key(worker)
+                || self.stopping.values().any(|s| s.worker == *worker)
                 || self
                     .moves
                     .values()

@@ -196,9 +196,10 @@ fn after_a_fail_over_a_stopped_or_missing_shard_is_a_gap_and_a_half_done_activat
     assert_eq!(run.state.shards_without_acting_owner(), 3);
     run.step(150, &a, vec![], vec![ack("a", 1, 3, Step::Activated)]);
     assert_eq!(run.taken(), (vec![], 50 + 50 + 50), "the re-activated shard's gap began before this leader");
-    // 0 and 2 are placed again on a (epoch 4).
-    run.step(200, &a, vec![], vec![ack("a", 0, 4, Step::Prepared), ack("a", 2, 4, Step::Prepared)]);
-    run.step(300, &a, vec![], vec![ack("a", 0, 4, Step::Activated), ack("a", 2, 4, Step::Activated)]);
+    // 0 is placed again once a answered the REVOKE sent at registration (epoch 4); 2 at once.
+    run.step(160, &a, vec![], vec![ack("a", 0, 4, Step::Revoked)]);
+    run.step(200, &a, vec![], vec![ack("a", 0, 5, Step::Prepared), ack("a", 2, 4, Step::Prepared)]);
+    run.step(300, &a, vec![], vec![ack("a", 0, 5, Step::Activated), ack("a", 2, 4, Step::Activated)]);
     assert_eq!(run.taken(), (vec![200, 200], 300));
     assert_eq!(run.state.shards_without_acting_owner(), 0);
 }

@@ -106,7 +106,8 @@ fn registration_reconciles_what_a_worker_holds_with_the_map() {
             "a",
             vec![
                 held(0, 3, HeldPhase::Active),
-                // Revoked for a move the previous leader did not finish: it no longer acts.
+                // Revoking for a move the previous leader did not finish: it takes no work, but
+                // may still be finishing some.
                 held(1, 3, HeldPhase::Revoking),
                 // Recorded as owner, not yet told to act.
                 held(2, 3, HeldPhase::Preparing),
@@ -116,16 +117,49 @@ fn registration_reconciles_what_a_worker_holds_with_the_map() {
             ],
         )],
     );
-    assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(1), epoch: 3 })));
+    assert!(out.sends.contains(&(w("a"), Command::Revoke { shard: ShardId(1), epoch: 4 })), "{out:?}");
+    assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Drop { shard: ShardId(1), .. })));
+    assert_eq!(state.map.shards[&1].epoch, 4, "the REVOKE's epoch is stored before it is sent");
+    assert!(out.store);
     assert!(out.sends.contains(&(
         w("a"),
         Command::Activate { shard: ShardId(2), epoch: 3, barrier: Barrier::ConsistentList }
     )));
     assert!(out.sends.contains(&(w("a"), Command::Drop { shard: ShardId(3), epoch: 4 })));
     assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Drop { shard: ShardId(0), .. })));
-    // Shards 1 and 3, unowned now, are placed again.
+    // Shard 3, unowned now, is placed again; shard 1 only once a has finished revoking it.
     assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(3), epoch: 4 })), "{out:?}");
-    assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(1), epoch: 4 })), "{out:?}");
+    assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Prepare { shard: ShardId(1), .. })));
+    assert_eq!(state.shard_state(ShardId(1)), ShardState::Revoking);
+    let out = state.step(&input(now + Duration::from_secs(3), &[("a", LIVE)]));
+    assert!(
+        out.sends.contains(&(w("a"), Command::Revoke { shard: ShardId(1), epoch: 4 })),
+        "resent: {out:?}"
+    );
+    let mut i = input(now + Duration::from_secs(4), &[("a", LIVE)]);
+    i.acks = vec![ack("a", 1, 4, Step::Revoked, Some("77"))];
+    let out = state.step(&i);
+    assert!(out.sends.contains(&(w("a"), Command::Prepare { shard: ShardId(1), epoch: 5 })), "{out:?}");
+}
+
+/// After a fail-over, an owner that reports a shard Revoking and then dies is waited out by its
+/// lease, like any owner: nobody else acts for the shard before that.
+#[test]
+fn a_revoking_owner_that_dies_is_waited_out_by_its_lease() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut state = FleetState::new(map(1, &[(0, "a", 3)]), config, now);
+    let out = registered(
+        &mut state,
+        now,
+        &[("a", LIVE), ("b", LIVE)],
+        &[("a", vec![held(0, 3, HeldPhase::Revoking)]), ("b", vec![])],
+    );
+    assert!(!out.sends.iter().any(|(to, _)| *to == w("b")), "{out:?}");
+    let out = state.step(&input(now, &[("a", WorkerHealth::Expiring), ("b", LIVE)]));
+    assert!(!out.sends.iter().any(|(to, _)| *to == w("b")), "{out:?}");
+    let out = state.step(&input(now, &[("a", WorkerHealth::Gone), ("b", LIVE)]));
+    assert!(out.sends.contains(&(w("b"), Command::Prepare { shard: ShardId(0), epoch: 5 })), "{out:?}");
 }
 
 #[test]
@@ -299,4 +333,74 @@ fn an_owner_whose_move_away_was_cut_short_keeps_acting_after_a_fail_over() {
     );
     assert!(out.sends.contains(&(w("b"), Command::Drop { shard: ShardId(0), epoch: 6 })), "{out:?}");
     assert_eq!(state.owner(ShardId(0)), Some("a"));
+}
+
+/// A worker that knows the shard at a higher epoch than the map (the map was restored from an
+/// older backup) refuses PREPARE: the move is cancelled, not resent for ever, and the shard is
+/// placed again above the worker's epoch once the retry delay passed.
+#[test]
+fn a_refused_prepare_cancels_the_move_and_the_next_epoch_passes_the_workers() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut state = FleetState::new(map(1, &[]), config.clone(), now);
+    let out = registered(&mut state, now, &[("a", LIVE)], &[("a", vec![])]);
+    assert_eq!(out.sends, [(w("a"), Command::Prepare { shard: ShardId(0), epoch: 1 })]);
+
+    let mut i = input(now, &[("a", LIVE)]);
+    i.acks = vec![ack("a", 0, 1, Step::Refused { held_epoch: Some(9) }, None)];
+    let out = state.step(&i);
+    assert!(out.store, "the cancelled move and the raised epoch are stored");
+    assert_eq!(state.moves_in_flight(), 0);
+    assert!(
+        !out.sends.iter().any(|(_, c)| matches!(c, Command::Prepare { .. })),
+        "not straight away: {out:?}"
+    );
+    assert_eq!(state.map.shards[&0].moving_to, None);
+    assert_eq!(state.take_finished().iter().map(|(r, _)| *r).collect::<Vec<_>>(), ["cancelled"]);
+
+    let out = state.step(&input(now + config.resend_after, &[("a", LIVE)]));
+    assert_eq!(out.sends, [(w("a"), Command::Prepare { shard: ShardId(0), epoch: 10 })]);
+}
+
+/// A refusal for another epoch (a late answer to an earlier move) changes nothing.
+#[test]
+fn a_refusal_of_an_earlier_epoch_is_ignored() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut state = FleetState::new(map(1, &[(0, "a", 3)]), config, now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    registered(&mut state, now, &workers, &[("a", vec![held(0, 3, HeldPhase::Active)]), ("b", vec![])]);
+    state.request_move(ShardId(0), w("b"));
+    let out = state.step(&input(now, &workers));
+    assert_eq!(out.sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 4 })]);
+    let mut i = input(now, &workers);
+    i.acks = vec![ack("b", 0, 2, Step::Refused { held_epoch: None }, None)];
+    state.step(&i);
+    assert_eq!(state.moves_in_flight(), 1);
+    assert_eq!(state.shard_state(ShardId(0)), ShardState::Preparing);
+}
+
+/// A new owner that never answers PREPARE (its warm-up hangs) does not hold the shard in a move
+/// for ever: past the timeout the move is cancelled and the old owner, which never stopped,
+/// keeps the shard; the new owner is told to drop what it prepared.
+#[test]
+fn a_prepare_unanswered_past_the_timeout_is_cancelled_and_the_owner_keeps_the_shard() {
+    let now = Instant::now();
+    let config = FleetConfig { prepare_timeout: Duration::from_secs(30), ..FleetConfig::default() };
+    let mut state = FleetState::new(map(1, &[(0, "a", 3)]), config, now);
+    let workers = [("a", LIVE), ("b", LIVE)];
+    registered(&mut state, now, &workers, &[("a", vec![held(0, 3, HeldPhase::Active)]), ("b", vec![])]);
+    state.request_move(ShardId(0), w("b"));
+    state.step(&input(now, &workers));
+    assert_eq!(state.shard_state(ShardId(0)), ShardState::Preparing);
+
+    let out = state.step(&input(now + Duration::from_secs(29), &workers));
+    assert_eq!(out.sends, [(w("b"), Command::Prepare { shard: ShardId(0), epoch: 4 })], "resent meanwhile");
+    let out = state.step(&input(now + Duration::from_secs(30), &workers));
+    assert!(out.sends.contains(&(w("b"), Command::Drop { shard: ShardId(0), epoch: 4 })), "{out:?}");
+    assert!(!out.sends.iter().any(|(to, _)| *to == w("a")), "the owner is not disturbed: {out:?}");
+    assert!(out.store);
+    assert_eq!(state.shard_state(ShardId(0)), ShardState::Active);
+    assert_eq!(state.owner(ShardId(0)), Some("a"));
+    assert_eq!(state.map.shards[&0].moving_to, None);
 }

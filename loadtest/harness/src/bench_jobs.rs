@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -41,6 +42,21 @@ pub struct BenchJobsArgs {
     /// show what they cost.
     #[arg(long)]
     pub compare_kubelet_events: bool,
+    /// Compare `fleet-worker` builds: `LABEL=PATH`, repeatable. Each runs as its own
+    /// `--standalone` process, unthrottled, against one sim cluster per run in this process, the
+    /// builds taking turns for `--rounds` rounds, so their ratio comes from one sitting.
+    #[arg(long = "worker-binary", value_parser = parse_worker_binary)]
+    pub worker_binaries: Vec<(String, PathBuf)>,
+    /// Rounds of the `--worker-binary` comparison.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+}
+
+fn parse_worker_binary(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((label, path)) if !label.is_empty() && !path.is_empty() => Ok((label.into(), path.into())),
+        _ => Err(format!("{s:?} is not LABEL=PATH, such as new=target/release/fleet-worker")),
+    }
 }
 
 fn bench_job(pods: i32, indexed: bool) -> Job {
@@ -130,28 +146,64 @@ struct EndToEnd {
     requests_per_second: f64,
 }
 
-/// A sim and a standalone worker in this process; `jobs_n` Jobs sharing `pods` zero-length pods.
+/// Where the standalone worker of a run lives.
+enum WorkerUnder<'a> {
+    /// In this process, with these client limits.
+    InProcess(ClientLimits),
+    /// A `fleet-worker` binary run as a process, unthrottled; its CPU is counted with ours.
+    Binary(&'a Path),
+}
+
+/// A sim in this process and a standalone worker; `jobs_n` Jobs sharing `pods` zero-length pods.
 async fn end_to_end(
     label: &str,
     pods: i32,
     jobs_n: i32,
     parallelism: i32,
-    limit: ClientLimits,
+    worker: WorkerUnder<'_>,
     kubelet_events: bool,
 ) -> anyhow::Result<EndToEnd> {
     let sim = SimCluster::start(SimConfig { nodes: 10, kubelet_events, ..SimConfig::default() }).await?;
     let config = kube::Config::new(sim.url().parse()?);
-    let worker_client = batchfleet_worker::client::from_config(config.clone(), limit)?;
-    let opts =
-        WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..WorkerOptions::default() };
-    let _worker = standalone::start_with_client(worker_client, opts).await?;
+    let kubeconfig = std::env::temp_dir().join(format!("bench-jobs-{}.kubeconfig", std::process::id()));
+    let (_in_process, child) = match worker {
+        WorkerUnder::InProcess(limit) => {
+            let worker_client = batchfleet_worker::client::from_config(config.clone(), limit)?;
+            let opts = WorkerOptions {
+                metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+                ..WorkerOptions::default()
+            };
+            (Some(standalone::start_with_client(worker_client, opts).await?), None)
+        }
+        WorkerUnder::Binary(path) => {
+            sim.write_kubeconfig(&kubeconfig)?;
+            let child = tokio::process::Command::new(path)
+                .args(["--standalone", "--kube-api-qps", "0", "--kube-api-max-in-flight", "0"])
+                .args(["--metrics-addr", "127.0.0.1:0", "--worker-id", label])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .env("RUST_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .with_context(|| format!("starting {}", path.display()))?;
+            (None, Some(child))
+        }
+    };
+    let child_cpu = || {
+        child
+            .as_ref()
+            .and_then(|c| c.id())
+            .and_then(|pid| crate::proc_stat::cpu_seconds(&pid.to_string()).ok())
+            .unwrap_or(0.0)
+    };
     let client = kube::Client::try_from(config)?;
     let jobs: Api<Job> = Api::namespaced(client, "default");
     let jobs_n = jobs_n.max(1);
     let per_job = (pods / jobs_n).max(1);
     let pods = per_job * jobs_n;
     let requests_before = total_requests(&sim);
-    let cpu_before = crate::proc_stat::own_cpu_seconds();
+    let cpu_before = crate::proc_stat::own_cpu_seconds() + child_cpu();
     let started = Instant::now();
     for i in 0..jobs_n {
         let job: Job = serde_json::from_value(json!({
@@ -191,12 +243,13 @@ async fn end_to_end(
         );
     }
     let seconds = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&kubeconfig);
     let requests = total_requests(&sim) - requests_before;
     Ok(EndToEnd {
         label: label.to_string(),
         pods,
         seconds,
-        cores: (crate::proc_stat::own_cpu_seconds() - cpu_before) / seconds,
+        cores: (crate::proc_stat::own_cpu_seconds() + child_cpu() - cpu_before) / seconds,
         requests_per_second: requests as f64 / seconds,
     })
 }
@@ -217,23 +270,50 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
         }
     }
     let mut runs = Vec::new();
-    if !args.core_only {
+    let rounds = if args.worker_binaries.is_empty() { 0 } else { args.rounds };
+    for round in 1..=rounds {
+        for (label, path) in &args.worker_binaries {
+            let label = format!("{label} (process), round {round}");
+            eprintln!("end to end, unthrottled, {label}: {} pods", args.pods);
+            let worker = WorkerUnder::Binary(path);
+            runs.push(
+                end_to_end(&label, args.pods, args.jobs, args.parallelism, worker, true)
+                    .await
+                    .with_context(|| label.clone())?,
+            );
+        }
+    }
+    if !args.core_only && args.worker_binaries.is_empty() {
         eprintln!(
             "end to end, unthrottled: {} pods in {} Jobs, parallelism {}",
             args.pods, args.jobs, args.parallelism
         );
         runs.push(
-            end_to_end("unthrottled", args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED, true)
-                .await
-                .context("unthrottled run")?,
+            end_to_end(
+                "unthrottled",
+                args.pods,
+                args.jobs,
+                args.parallelism,
+                WorkerUnder::InProcess(ClientLimits::UNLIMITED),
+                true,
+            )
+            .await
+            .context("unthrottled run")?,
         );
         if args.compare_kubelet_events {
             eprintln!("end to end, unthrottled, without the kubelet's pod events");
             let label = "unthrottled, no kubelet events";
             runs.push(
-                end_to_end(label, args.pods, args.jobs, args.parallelism, ClientLimits::UNLIMITED, false)
-                    .await
-                    .context("unthrottled run without kubelet events")?,
+                end_to_end(
+                    label,
+                    args.pods,
+                    args.jobs,
+                    args.parallelism,
+                    WorkerUnder::InProcess(ClientLimits::UNLIMITED),
+                    false,
+                )
+                .await
+                .context("unthrottled run without kubelet events")?,
             );
         }
         eprintln!("end to end, QPS 20 burst 30: {} pods", args.throttled_pods);
@@ -243,7 +323,7 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
                 args.throttled_pods,
                 1,
                 args.parallelism.min(args.throttled_pods),
-                ClientLimits::DEFAULT,
+                WorkerUnder::InProcess(ClientLimits::DEFAULT),
                 true,
             )
             .await
@@ -267,7 +347,7 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
     if !runs.is_empty() {
         println!();
         println!(
-            "| end to end (sim + standalone worker, one process) | pods | seconds | lifecycles/s | API requests/s | cores used |"
+            "| end to end (sim in this process; standalone worker in it, or a process) | pods | seconds | lifecycles/s | API requests/s | cores used |"
         );
         println!("|---|---|---|---|---|---|");
         for r in &runs {

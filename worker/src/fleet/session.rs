@@ -204,6 +204,7 @@ fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::
         last_write_resource_version: if last_write == 0 { String::new() } else { last_write.to_string() },
         step: step.into(),
         activate_micros: None,
+        held_epoch: None,
     }
 }
 
@@ -222,9 +223,14 @@ async fn carry_out(
                 Ok(()) => {}
                 // A repeat of a PREPARE under way.
                 Err(ShardError::StaleEpoch { current, .. }) if current == a.epoch => {}
+                // Refused, not ignored: the coordinator would otherwise resend it for ever.
                 Err(e) => {
                     tracing::warn!(shard = a.shard, epoch = a.epoch, error = %e, "PREPARE refused");
-                    return None;
+                    let held_epoch = match e {
+                        ShardError::StaleEpoch { current, .. } => Some(current),
+                        _ => None,
+                    };
+                    return Some(pb::Ack { held_epoch, ..ack(a, pb::Step::Refused, 0) });
                 }
             }
             runtime.warmed(a.shard).await;
@@ -309,5 +315,42 @@ async fn current_resource_version(client: &kube::Client) -> Option<u64> {
             tracing::warn!(error = %e, "reading the current resourceVersion for ACTIVATE");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::protocol::Handlers;
+    use crate::runtime::shard::ShardTable;
+    use crate::runtime::watch::ShardFiltering;
+    use crate::shards::ShardSpace;
+
+    /// A worker with no shard held; its client reaches nothing, and nothing here calls it.
+    fn idle_worker() -> (ShardRuntime, kube::Client) {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("static url"));
+        let client = kube::Client::try_from(config).expect("a client");
+        let table = ShardTable::new(ShardSpace::new(4).expect("four shards"));
+        (ShardRuntime::start(client.clone(), table, ShardFiltering::Client, Handlers::default()), client)
+    }
+
+    /// A PREPARE at or below an epoch the worker held the shard at is refused out loud, naming
+    /// that epoch, so the coordinator cancels the move instead of resending it for ever.
+    #[tokio::test]
+    async fn a_prepare_below_a_held_epoch_is_refused_with_that_epoch() {
+        let (runtime, client) = idle_worker();
+        runtime.table().prepare(2, 7).expect("held at 7");
+        runtime.drop_shard(2);
+        let (drained, _) = watch::channel(false);
+        let prepare = |epoch| pb::command::Kind::Prepare(pb::ShardAssignment { shard: 2, epoch });
+        let ack = carry_out(prepare(5), &runtime, &client, &drained).await.expect("an answer");
+        assert_eq!(pb::Step::try_from(ack.step), Ok(pb::Step::Refused));
+        assert_eq!(ack.held_epoch, Some(7));
+        assert_eq!(ack.assignment, Some(pb::ShardAssignment { shard: 2, epoch: 5 }));
+        assert!(runtime.table().status(2).is_none(), "nothing is held after a refusal");
+
+        let out_of_range = pb::command::Kind::Prepare(pb::ShardAssignment { shard: 9, epoch: 1 });
+        let ack = carry_out(out_of_range, &runtime, &client, &drained).await.expect("an answer");
+        assert_eq!((pb::Step::try_from(ack.step), ack.held_epoch), (Ok(pb::Step::Refused), None));
     }
 }

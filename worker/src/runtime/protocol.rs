@@ -170,6 +170,7 @@ impl ShardRuntime {
                 g.shards.remove(&shard);
                 if g.shards.is_empty() {
                     groups.remove(&id);
+                    self.table.forget_feeder(id);
                 }
             }
         }

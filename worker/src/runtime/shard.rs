@@ -3,7 +3,7 @@
 //! written and seen for each. Asked when a watch event arrives, when a key is taken from a
 //! queue, and before every write.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -47,7 +47,7 @@ pub struct ShardStatus {
     pub epoch: Epoch,
     /// The highest resourceVersion a write of this shard's owner got back.
     pub written_rv: u64,
-    /// The highest resourceVersion this worker's watches have seen for the shard (bookmarks too).
+    /// The highest resourceVersion the watches feeding the shard have seen (bookmarks too).
     pub seen_rv: u64,
     /// Reconciles started for the shard: its load, for placement.
     pub reconciles: u64,
@@ -131,6 +131,10 @@ pub struct ShardTable {
     /// In a fleet, when the worker's liveness lease runs out by its own clock: no write is sent
     /// after it, even by a worker that was paused and has not yet noticed.
     lease_deadline: crate::client::LeaseDeadline,
+    /// The highest resourceVersion each watch group has seen, by feeder id. Kept per group, not
+    /// per shard: a standalone worker's one group feeds every shard, and each of its events
+    /// would otherwise update them all under the table's write lock.
+    seen_by_feeder: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 /// What a controller does when one shard becomes Active.
@@ -179,6 +183,7 @@ impl ShardTable {
             on_activate: Arc::default(),
             on_drop: Arc::default(),
             lease_deadline: crate::client::LeaseDeadline::default(),
+            seen_by_feeder: Arc::default(),
         }
     }
 
@@ -255,7 +260,9 @@ impl ShardTable {
     }
 
     pub fn status(&self, shard: u32) -> Option<ShardStatus> {
-        self.shards.read().get(&shard).copied()
+        let mut status = self.shards.read().get(&shard).copied()?;
+        status.seen_rv = status.feeder.and_then(|f| self.seen_by_feeder.lock().get(&f).copied()).unwrap_or(0);
+        Some(status)
     }
 
     /// The shards held in any phase: what the watches must cover.
@@ -407,16 +414,17 @@ impl ShardTable {
         }
     }
 
-    /// Records a resourceVersion a watch delivered for `shards` (an object's, or a bookmark's,
-    /// which covers every shard the watch serves).
-    pub fn record_seen<'a>(&self, shards: impl IntoIterator<Item = &'a u32>, resource_version: Option<&str>) {
-        let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else { return };
-        let mut table = self.shards.write();
-        for shard in shards {
-            if let Some(s) = table.get_mut(shard) {
-                s.seen_rv = s.seen_rv.max(rv);
-            }
-        }
+    /// Records a resourceVersion the watch group `feeder` delivered (an object's, or a
+    /// bookmark's): every shard it feeds has seen it.
+    pub fn record_seen(&self, feeder: u64, resource_version: u64) {
+        let mut seen = self.seen_by_feeder.lock();
+        let at = seen.entry(feeder).or_default();
+        *at = (*at).max(resource_version);
+    }
+
+    /// Forgets a watch group that feeds no shard any more.
+    pub fn forget_feeder(&self, feeder: u64) {
+        self.seen_by_feeder.lock().remove(&feeder);
     }
 
     /// A receiver that changes whenever a shard changes phase.
@@ -632,8 +640,10 @@ mod tests {
         t.record_written(ns, Some("10"));
         t.record_written(ns, Some("7"));
         t.record_written(ns, Some("opaque"));
-        t.record_seen(&[shard], Some("12"));
-        t.record_seen(&[shard], Some("3"));
+        t.set_feeder(shard, 4);
+        t.record_seen(4, 12);
+        t.record_seen(4, 3);
+        t.record_seen(5, 20);
         let s = t.status(shard).unwrap();
         assert_eq!((s.written_rv, s.seen_rv), (10, 12));
     }

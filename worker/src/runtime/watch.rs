@@ -219,7 +219,7 @@ async fn run<K>(
             p.objects = objects;
             *p != before
         });
-        scope.table.record_seen(&scope.shards, Some(&rv.to_string()));
+        scope.table.record_seen(scope.id, rv);
     };
     let apply = |known: &mut HashMap<ObjectKey, Arc<K>>, obj: K| {
         let meta = obj.meta();
