@@ -57,6 +57,8 @@ pub fn run_kubectl(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
     command.args(args);
     if let Some(k) = kubeconfig {
         command.env("KUBECONFIG", k);
+        // Discovery cached per sim: a port is reused by later sims, which may serve other kinds.
+        command.env("KUBECACHEDIR", k.with_file_name("kube-cache"));
     }
     command.output().unwrap_or_else(|e| panic!("running {} {args:?}: {e}", kubectl().display()))
 }

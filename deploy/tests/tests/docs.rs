@@ -266,6 +266,7 @@ async fn the_how_tos_commands_work_as_written_against_the_sim() {
                 .current_dir(root())
                 .env("PATH", &path)
                 .env("KUBECONFIG", &kubeconfig)
+                .env("KUBECACHEDIR", kubeconfig.with_file_name("kube-cache"))
                 .env("FLEET_ADMIN", &fleet.admin)
                 .env("AUDIT_LOG", sim.audit_log())
                 .kill_on_drop(true)

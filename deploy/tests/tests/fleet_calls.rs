@@ -305,7 +305,7 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     )
     .await
     .expect("create ok");
-    let failing = json!({"sim.batchfleet.io/run-by-index": "0=100ms,1=forever", "sim.batchfleet.io/exit-code-by-index": "0=1"});
+    let failing = json!({"sim.batchfleet.io/run-by-index": "0=2s,1=forever", "sim.batchfleet.io/exit-code-by-index": "0=1"});
     jobs.create(
         &PostParams::default(),
         &job(
@@ -355,7 +355,9 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
 
     wait_until("ok succeeds, fails fails, ttl is deleted", Duration::from_secs(90), || async {
         let ok = jobs.get("ok").await.ok()?.status?.succeeded == Some(2);
-        let failed = jobs.get("fails").await.ok()?.status?.failed.unwrap_or(0) >= 1;
+        // Failed (index 0 exited 1 with backoffLimit 0), its running pod of index 1 deleted.
+        let conditions = jobs.get("fails").await.ok()?.status?.conditions.unwrap_or_default();
+        let failed = conditions.iter().any(|c| c.type_ == "Failed" && c.status == "True");
         let ttl_gone = ttl_jobs.get_opt("ttl").await.ok()?.is_none();
         (ok && failed && ttl_gone).then_some(())
     })
@@ -448,8 +450,16 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     .await;
     drop(fleet);
 
-    // RBAC: the calls against the rules.
-    let events = read_log(&sim.audit_log()).expect("audit log");
+    // RBAC: the calls against the rules. The log is written by a thread of its own: wait until
+    // it holds the last write above (the "after" Job's status), and so everything before it.
+    let events = wait_until("the audit log caught up", Duration::from_secs(30), || async {
+        let events = read_log(&sim.audit_log()).ok()?;
+        let caught_up = events
+            .iter()
+            .any(|e| e.object_ref.as_ref().is_some_and(|o| o.name == "after" && o.subresource == "status"));
+        caught_up.then_some(events)
+    })
+    .await;
     let mut calls: BTreeMap<&str, BTreeSet<Call>> = BTreeMap::new();
     for e in &events {
         let who = if e.user_agent.starts_with("fleet-coordinator/") {
