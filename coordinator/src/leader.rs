@@ -66,9 +66,19 @@ pub struct LeaderState {
 #[derive(Clone)]
 pub struct Leadership {
     state: watch::Receiver<LeaderState>,
+    /// When the election loop last finished an attempt (whatever its outcome).
+    attempted: Arc<parking_lot::Mutex<Instant>>,
 }
 
 impl Leadership {
+    /// How long ago the election loop last finished an attempt. Each attempt is bounded by a
+    /// timeout and the loop sleeps at most the retry period, so a loop that runs never lets this
+    /// grow past about three retry periods, whatever the store answers: more is a stalled loop
+    /// (`/livez` of `fleet-coordinator`).
+    pub fn since_last_attempt(&self) -> Duration {
+        self.attempted.lock().elapsed()
+    }
+
     pub fn is_leader(&self) -> bool {
         self.state.borrow().is_leader
     }
@@ -100,6 +110,8 @@ pub fn start<S: CoordinationStore + 'static>(
     mut shutdown: watch::Receiver<bool>,
 ) -> (Leadership, tokio::task::JoinHandle<()>) {
     let (tx, rx) = watch::channel(LeaderState::default());
+    let attempted = Arc::new(parking_lot::Mutex::new(Instant::now()));
+    let beat = attempted.clone();
     let task = tokio::spawn(async move {
         let identity = candidate.id.clone();
         let mut last_renewed: Option<Instant> = None;
@@ -115,6 +127,7 @@ pub fn start<S: CoordinationStore + 'static>(
                 store.campaign(&candidate, timing.lease_duration).await
             })
             .await;
+            *beat.lock() = Instant::now();
             match attempt {
                 Ok(Ok(outcome)) if outcome.is_leader => {
                     last_renewed = Some(sent);
@@ -161,5 +174,5 @@ pub fn start<S: CoordinationStore + 'static>(
             }
         }
     });
-    (Leadership { state: rx }, task)
+    (Leadership { state: rx, attempted }, task)
 }

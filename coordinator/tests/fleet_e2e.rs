@@ -58,55 +58,8 @@ const HANDED_OVER_WITHIN: Duration = SLACK;
 /// shards are handed over to it.
 const JOINED_WITHIN: Duration = SLACK.saturating_add(HANDED_OVER_WITHIN);
 
-/// A binary of another package of the workspace, next to the coordinator's. `cargo nextest run
-/// -p batchfleet-coordinator` builds only this package's binaries, so another one is built here
-/// when it is missing or older than a source file of the workspace: a stale one would test old
-/// code. (A fresh one is left alone: building one package alone unifies features differently
-/// from a workspace build and would compile its dependencies again.)
-fn sibling_binary(package: &str, name: &str) -> PathBuf {
-    static CHECKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let path = Path::new(env!("CARGO_BIN_EXE_fleet-coordinator")).with_file_name(name);
-    let mut checked = CHECKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if checked.iter().any(|c| c == name) {
-        return path;
-    }
-    let built = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    if built.is_none_or(|built| newest_source(&root).is_some_and(|newest| newest > built)) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--quiet", "-p", package, "--bin", name])
-            .status()
-            .expect("cargo build runs");
-        assert!(status.success(), "building {name}");
-    }
-    checked.push(name.to_string());
-    path
-}
-
-/// When a source file of the workspace (Rust, proto, a manifest) last changed.
-fn newest_source(dir: &Path) -> Option<std::time::SystemTime> {
-    let mut newest = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') || name == "target" {
-            continue;
-        }
-        let found = if path.is_dir() {
-            newest_source(&path)
-        } else if path.extension().is_some_and(|e| e == "rs" || e == "proto" || e == "toml") {
-            entry.metadata().and_then(|m| m.modified()).ok()
-        } else {
-            None
-        };
-        newest = newest.max(found);
-    }
-    newest
-}
-
 fn worker_binary() -> PathBuf {
-    sibling_binary("batchfleet-worker", "fleet-worker")
+    batchfleet_sim::testing::workspace_binary("batchfleet-worker", "fleet-worker")
 }
 
 /// The store flags of every process of one fleet.
@@ -634,7 +587,7 @@ fn owners(placement: &BTreeMap<u32, (String, u64)>) -> BTreeMap<&str, usize> {
 
 /// `fleetctl ARGS` against `admin`, the real binary; its exit status and what it printed.
 async fn fleetctl(admin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
-    let out = Command::new(sibling_binary("batchfleet-fleetctl", "fleetctl"))
+    let out = Command::new(batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl"))
         .args(["--admin", admin])
         .args(args)
         .output()

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cronjob;
 pub mod events;
 pub mod fleet;
+pub mod health;
 pub mod informer;
 pub mod job;
 pub mod runtime;

@@ -1,4 +1,5 @@
-//! The worker's HTTP endpoint: `/metrics` in the Prometheus text format, `/healthz`, `/readyz`.
+//! The worker's HTTP endpoint: `/metrics` in the Prometheus text format; `/readyz`, and `/livez`
+//! (also `/healthz`), which answer 200 or 503 as [`Health`] judges, with the reason in the body.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -9,24 +10,27 @@ use hyper::{Request, Response, StatusCode};
 use prometheus::{Encoder, Registry, TextEncoder};
 use tokio::net::TcpListener;
 
+use crate::health::Health;
+
 /// Binds `addr`; returns the bound address and the serving future.
 pub async fn bind(
     addr: SocketAddr,
     registry: Registry,
+    health: Health,
 ) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = ()>)> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    Ok((bound, serve(listener, registry)))
+    Ok((bound, serve(listener, registry, health)))
 }
 
-async fn serve(listener: TcpListener, registry: Registry) {
+async fn serve(listener: TcpListener, registry: Registry, health: Health) {
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
-        let registry = registry.clone();
+        let (registry, health) = (registry.clone(), health.clone());
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                let registry = registry.clone();
-                async move { Ok::<_, Infallible>(respond(&registry, req.uri().path())) }
+                let (registry, health) = (registry.clone(), health.clone());
+                async move { Ok::<_, Infallible>(respond(&registry, &health, req.uri().path())) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
@@ -34,7 +38,7 @@ async fn serve(listener: TcpListener, registry: Registry) {
     }
 }
 
-fn respond(registry: &Registry, path: &str) -> Response<Full<Bytes>> {
+fn respond(registry: &Registry, health: &Health, path: &str) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match path {
         "/metrics" => {
             let mut buf = Vec::new();
@@ -43,7 +47,11 @@ fn respond(registry: &Registry, path: &str) -> Response<Full<Bytes>> {
                 Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.to_string().into_bytes()),
             }
         }
-        "/healthz" | "/readyz" | "/livez" => (StatusCode::OK, "text/plain", b"ok".to_vec()),
+        "/healthz" | "/livez" | "/readyz" => {
+            let verdict = if path == "/readyz" { health.ready() } else { health.live() };
+            let status = if verdict.ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            (status, "text/plain", format!("{}\n", verdict.reason).into_bytes())
+        }
         _ => (StatusCode::NOT_FOUND, "text/plain", b"not found".to_vec()),
     };
     Response::builder()

@@ -44,6 +44,9 @@ pub struct WorkerOptions {
     pub controllers: Controllers,
     /// S, the number of shards the key space is cut into (a power of two).
     pub shards: u32,
+    /// `/livez` fails when a reconcile loop's keys waited this long and none of its syncs
+    /// finished meanwhile.
+    pub stall_timeout: Duration,
 }
 
 /// The controllers a worker runs, like kube-controller-manager's `--controllers`.
@@ -122,6 +125,7 @@ impl Default for WorkerOptions {
             clock: Arc::new(SystemClock),
             controllers: Controllers::default(),
             shards: 256,
+            stall_timeout: crate::health::DEFAULT_STALL_TIMEOUT,
         }
     }
 }
@@ -143,6 +147,8 @@ pub struct Worker {
     pub metrics_addr: SocketAddr,
     /// Its shards: the protocol's steps are calls on this.
     pub runtime: Arc<ShardRuntime>,
+    /// What `/readyz` and `/livez` answer.
+    pub health: crate::health::Health,
     tasks: JoinSet<()>,
 }
 
@@ -232,6 +238,7 @@ pub async fn start_on_shards_with(
     };
     let registry = Registry::new();
     shards.register_metrics(&registry)?;
+    let health = crate::health::Health::new(shards.clone(), opts.stall_timeout, &registry)?;
     let job_metrics = JobMetrics::register(&registry)?;
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
@@ -250,7 +257,7 @@ pub async fn start_on_shards_with(
         config,
         job_metrics,
         events,
-        JobQueues { jobs: queue, orphans },
+        JobQueues { jobs: queue.clone(), orphans: orphans.clone() },
         shards.clone(),
         opts.clock.clone(),
     );
@@ -261,6 +268,7 @@ pub async fn start_on_shards_with(
         opts.clock.clone(),
     );
     let cron_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "cronjob")?);
+    let cron_queue_watch = cron_queue.clone();
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(
         client.clone(),
@@ -272,27 +280,45 @@ pub async fn start_on_shards_with(
         shards.clone(),
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
+    let ttl_queue_watch = ttl_queue.clone();
     let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards.clone(), opts.clock.clone())?;
     let mut handlers = Handlers::default();
-    let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry)
+    let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry, health.clone())
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
     let mut tasks = JoinSet::new();
     tasks.spawn(serve);
+    tasks.spawn(health.clone().keep_gauges());
     tasks.spawn(record_events);
     tasks.spawn(record_cron_events);
     if opts.controllers.job {
         handlers.jobs.push(jobs.clone());
         handlers.pods.push(jobs.clone());
+        health.watch_queue("job", {
+            let q = queue.clone();
+            move || q.progress()
+        });
+        health.watch_queue("job_orphan_pod", {
+            let q = orphans.clone();
+            move || q.progress()
+        });
         tasks.spawn(jobs.run(opts.concurrent_job_syncs));
     }
     if opts.controllers.cronjob {
         handlers.jobs.push(cronjobs.clone());
         handlers.cronjobs.push(cronjobs.clone());
+        health.watch_queue("cronjob", {
+            let q = cron_queue_watch.clone();
+            move || q.progress()
+        });
         tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
     }
     if opts.controllers.ttl_after_finished {
         handlers.jobs.push(ttl.clone());
+        health.watch_queue("ttl_jobs_to_delete", {
+            let q = ttl_queue_watch.clone();
+            move || q.progress()
+        });
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     }
     let runtime = Arc::new(ShardRuntime::start(informers, shards, filtering, handlers));
@@ -303,7 +329,7 @@ pub async fn start_on_shards_with(
         ?filtering,
         "worker running"
     );
-    Ok(Worker { metrics_addr, runtime, tasks })
+    Ok(Worker { metrics_addr, runtime, health, tasks })
 }
 
 #[cfg(test)]

@@ -87,6 +87,24 @@ struct Args {
     /// How long a node missing from the cache waits before PodGC looks it up.
     #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
     podgc_quarantine: Duration,
+    /// Controllers the leader runs besides the fleet, as kube-controller-manager's flag: `podgc`
+    /// (or `*`) runs PodGC, `-podgc` leaves it to kube-controller-manager (beside it, see
+    /// docs/migration.md).
+    #[arg(long, default_value = "*", value_parser = parse_controllers)]
+    controllers: bool,
+}
+
+/// Whether `--controllers` runs PodGC: `*` or `podgc` does, `-podgc` (after them) does not.
+fn parse_controllers(s: &str) -> Result<bool, String> {
+    let mut podgc = false;
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item {
+            "*" | "podgc" => podgc = true,
+            "-podgc" => podgc = false,
+            other => return Err(format!("unknown controller {other:?}: expected podgc, -podgc or *")),
+        }
+    }
+    Ok(podgc)
 }
 
 fn parse_shard_count(s: &str) -> Result<u32, String> {
@@ -146,9 +164,11 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
     let limit = kube_client::RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst };
     let client = kube_client::from_config(config, &kube_client::user_agent(&id), Some(limit))?;
     let registry = prometheus::Registry::new();
-    let (metrics_bound, serve_metrics) = metrics_endpoint::bind(args.metrics_addr, registry.clone())
-        .await
-        .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
+    let liveness = metrics_endpoint::Liveness::default();
+    let (metrics_bound, serve_metrics) =
+        metrics_endpoint::bind(args.metrics_addr, registry.clone(), liveness.clone())
+            .await
+            .with_context(|| format!("binding --metrics-addr {}", args.metrics_addr))?;
     tokio::spawn(serve_metrics);
     tracing::info!(%id, store = ?args.store.store, metrics = %metrics_bound, "fleet-coordinator starting");
 
@@ -180,6 +200,8 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         }
     };
     let (leadership, election) = leadership;
+    // An attempt takes at most two retry periods and the loop sleeps at most one between them.
+    liveness.watch_election(leadership.clone(), timing.lease_duration * 2 + timing.retry_period * 3);
     metrics_endpoint::register_leader_gauge(&registry, leadership.subscribe())?;
     let podgc_config = PodGcConfig {
         terminated_pod_threshold: args.terminated_pod_gc_threshold,
@@ -188,7 +210,15 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         ..PodGcConfig::default()
     };
     let metrics = PodGcMetrics::register(&registry)?;
-    let gc = tokio::spawn(podgc::run(client, podgc_config, metrics, leadership, stop.clone()));
+    let gc = if args.controllers {
+        tokio::spawn(podgc::run(client, podgc_config, metrics, leadership, stop.clone()))
+    } else {
+        tracing::info!("PodGC is off (--controllers -podgc)");
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+    };
     let _ = gc.await;
     // The election resigns the lease on the way out, so a standby takes over at once.
     let _ = election.await;
@@ -278,4 +308,18 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+#[cfg(test)]
+mod controllers_flag {
+    use super::parse_controllers;
+
+    #[test]
+    fn podgc_runs_unless_the_flag_turns_it_off() {
+        assert_eq!(parse_controllers("*"), Ok(true));
+        assert_eq!(parse_controllers("podgc"), Ok(true));
+        assert_eq!(parse_controllers("*,-podgc"), Ok(false));
+        assert_eq!(parse_controllers("-podgc"), Ok(false));
+        assert!(parse_controllers("job").is_err());
+    }
 }

@@ -38,6 +38,14 @@ pub async fn run(api: Arc<ApiServer>, mut work: mpsc::UnboundedReceiver<GcWork>)
             GcWork::NamespaceTerminating { name } => {
                 tokio::spawn(terminate_namespace(api.clone(), name.to_string()));
             }
+            GcWork::EstablishCrd { name } => {
+                let crds = api.builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+                let now = meta::timestamp_seconds(jiff::Timestamp::now());
+                let written = api.update_with(&crds, "", &name, Subresource::Status, |crd| {
+                    Ok(crate::cluster::crd_status::establish(crd, &now))
+                });
+                log(written.map(|_| ()));
+            }
         }
     }
 }

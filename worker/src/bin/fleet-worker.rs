@@ -52,7 +52,7 @@ struct Args {
     /// to kube-controller-manager.
     #[arg(long, default_value = "*")]
     controllers: String,
-    /// Where to serve /metrics and /healthz.
+    /// Where to serve /metrics, /readyz and /livez (/healthz).
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
     /// This worker's identity (default: the host name); it names the worker in the User-Agent
@@ -75,6 +75,10 @@ struct Args {
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
+    /// /livez fails (and a kubelet restarts the worker) when keys waited this long in a
+    /// reconcile loop's queue and none of its syncs finished meanwhile.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    stall_timeout: std::time::Duration,
     /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
     /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
     /// CronJob's minute passes in six seconds. Processes given the same value read the same
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         worker_id,
         controllers,
         shards: args.shards,
+        stall_timeout: args.stall_timeout,
         ..WorkerOptions::default()
     };
     let opts = match args.test_clock {
@@ -256,6 +261,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
             spawn_lease(store, id, &flags, &worker.runtime, renewed_tx, &stop)
         }
     };
+    worker.health.in_fleet(renewed.clone());
     let config = SessionConfig {
         coordinators: flags.coordinators.clone(),
         worker_id: worker_id.clone(),
@@ -269,6 +275,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         renewed,
         drained_tx,
         stop.clone(),
+        worker.health.clone(),
     ));
     let code = tokio::select! {
         _ = worker.wait() => {

@@ -37,6 +37,7 @@ pub async fn run(
     mut lease: watch::Receiver<super::lease::LeaseState>,
     drained: watch::Sender<bool>,
     mut stop: watch::Receiver<bool>,
+    health: crate::health::Health,
 ) {
     let mut next = 0usize;
     // The leader a standby named: tried next, once.
@@ -57,13 +58,14 @@ pub async fn run(
             }
         };
         let session = tokio::select! {
-            r = session(&url, &config, &runtime, &meter, &client, &drained) => r,
+            r = session(&url, &config, &runtime, &meter, &client, &drained, &health) => r,
             // The lease lapsed and every shard was dropped: register again, reporting none, or
             // the coordinator would go on counting them as this worker's (a lapse it did not see
             // expire, within its margin) and nobody would act for them.
             _ = lease.wait_for(|l| l.lapses != lapses) => Err(anyhow::anyhow!("the worker lease lapsed")),
             _ = stop.wait_for(|s| *s) => return,
         };
+        health.set_session(false);
         if let Err(e) = session {
             following = leader_hint(&e).filter(|leader| *leader != url);
             tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
@@ -82,6 +84,7 @@ async fn session(
     meter: &Arc<Mutex<LoadMeter>>,
     client: &kube::Client,
     drained: &watch::Sender<bool>,
+    health: &crate::health::Health,
 ) -> anyhow::Result<()> {
     let channel =
         Channel::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)).connect().await?;
@@ -109,6 +112,7 @@ async fn session(
     let heartbeats =
         tokio::spawn(heartbeat(rpc.clone(), session_id, runtime.clone(), meter.clone(), config.heartbeat));
     let _stop_heartbeats = AbortOnDrop(heartbeats);
+    health.set_session(true);
     while let Some(command) = commands.message().await? {
         let Some(kind) = command.kind else { continue };
         let (runtime, client, mut rpc, drained) =

@@ -242,6 +242,10 @@ impl ShardTable {
         let metrics = ShardMetrics::new()?;
         registry.register(Box::new(metrics.reconciles.clone()))?;
         registry.register(Box::new(metrics.fenced.clone()))?;
+        // Exported at 0 from the start, so that the first fenced write is an increase.
+        for kind in ["object", "event"] {
+            metrics.fenced.with_label_values(&[kind]);
+        }
         self.metrics.set(metrics).map_err(|_| prometheus::Error::AlreadyReg)
     }
 

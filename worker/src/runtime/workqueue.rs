@@ -105,6 +105,8 @@ struct State<K> {
     ready: HashMap<K, Instant>,
     seq: u64,
     failures: HashMap<K, u32>,
+    /// Keys processed (`done`) since the queue was made: the liveness probe's sign of progress.
+    completed: u64,
     shutting_down: bool,
     /// The time one waiting `get` sleeps until, for the earliest delayed key. The other waiters
     /// sleep on the notification alone, so a due key wakes one of them, not every idle worker.
@@ -127,6 +129,17 @@ impl<K> Drop for TimerHold<'_, K> {
             self.queue.notify.notify_one();
         }
     }
+}
+
+/// A queue's progress, for the liveness probe (`crate::health`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueProgress {
+    /// Keys ready and waiting for a worker.
+    pub waiting: usize,
+    /// How long the oldest of them has waited.
+    pub oldest_wait: Option<Duration>,
+    /// Keys processed since the queue was made.
+    pub completed: u64,
 }
 
 /// The queue. Cheap to clone.
@@ -160,6 +173,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 ready: HashMap::new(),
                 seq: 0,
                 failures: HashMap::new(),
+                completed: 0,
                 shutting_down: false,
                 timer_until: None,
             })),
@@ -324,6 +338,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Marks `key` processed; if it was added meanwhile it is queued again.
     pub fn done(&self, key: &K) {
         let mut s = self.state.lock();
+        s.completed += 1;
         if let Some(started) = s.processing.remove(key) {
             self.metrics.work_duration.observe(started.elapsed().as_secs_f64());
         }
@@ -332,6 +347,22 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             s.queue.push_back(key.clone());
             self.metrics.depth.set(s.queue.len() as i64);
             self.notify.notify_one();
+        }
+    }
+
+    /// How many keys wait, how long the oldest has, and how many were processed so far.
+    pub fn progress(&self) -> QueueProgress {
+        let s = self.state.lock();
+        let now = Instant::now();
+        // First in, first out: the front key has waited longest. A delayed key that came due
+        // waits too, though only a worker's `get` moves it into the queue.
+        let queued = s.queue.front().and_then(|k| s.queued_at.get(k)).copied();
+        let due = s.delayed.peek().map(|Reverse((at, _, _))| *at).filter(|at| *at <= now);
+        let oldest = queued.into_iter().chain(due).min();
+        QueueProgress {
+            waiting: s.queue.len() + usize::from(due.is_some()),
+            oldest_wait: oldest.map(|t| now.duration_since(t)),
+            completed: s.completed,
         }
     }
 

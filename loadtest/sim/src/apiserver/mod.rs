@@ -53,6 +53,8 @@ pub enum GcWork {
     Finalizing { uid: Box<str> },
     /// A namespace is terminating.
     NamespaceTerminating { name: Box<str> },
+    /// A CustomResourceDefinition was written: accept its names and mark it Established.
+    EstablishCrd { name: Box<str> },
 }
 
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";

@@ -90,6 +90,7 @@ fn tracks_generation(rt: &ResourceType) -> bool {
                 | ("batch", _)
                 | ("apps", _)
                 | ("policy", "poddisruptionbudgets")
+                | ("networking.k8s.io", "networkpolicies")
                 | ("apiextensions.k8s.io", "customresourcedefinitions")
         )
 }
@@ -795,7 +796,11 @@ impl ApiServer {
 
     fn after_write(&self, target: &Target, _old: Option<&Value>, stored: &Arc<StoredObject>) {
         if target.rid == self.crds {
-            self.sync_crd(&stored.value(), true);
+            let crd = stored.value();
+            self.sync_crd(&crd, true);
+            if crate::cluster::crd_status::establish(&mut crd.clone(), "") {
+                self.notify(GcWork::EstablishCrd { name: stored.name.clone() });
+            }
         }
     }
 

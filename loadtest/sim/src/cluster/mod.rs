@@ -4,6 +4,7 @@
 pub mod annotations;
 pub mod backoff;
 pub mod container_log;
+pub mod crd_status;
 pub mod disruption;
 pub mod event_recorder;
 pub mod kubelet;

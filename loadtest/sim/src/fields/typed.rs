@@ -33,7 +33,7 @@ macro_rules! kinds {
     };
 }
 
-use k8s_openapi::api::{apps, batch, coordination, core, events, policy, rbac};
+use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, events, networking, policy, rbac};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 
 kinds![
@@ -60,6 +60,8 @@ kinds![
     ("apps/v1", "ReplicaSet", apps::v1::ReplicaSet),
     ("policy/v1", "PodDisruptionBudget", policy::v1::PodDisruptionBudget),
     ("policy/v1", "Eviction", policy::v1::Eviction),
+    ("networking.k8s.io/v1", "NetworkPolicy", networking::v1::NetworkPolicy),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", autoscaling::v2::HorizontalPodAutoscaler),
     ("rbac.authorization.k8s.io/v1", "Role", rbac::v1::Role),
     ("rbac.authorization.k8s.io/v1", "RoleBinding", rbac::v1::RoleBinding),
     ("rbac.authorization.k8s.io/v1", "ClusterRole", rbac::v1::ClusterRole),
