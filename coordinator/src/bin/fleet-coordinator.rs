@@ -28,8 +28,8 @@ use batchfleet_store::cli::{StoreArgs, StoreKind};
 use clap::Parser;
 use tokio::sync::watch;
 
-/// Leader-elected coordinator of a batchfleet: leader election on the coordination store and the
-/// cluster-wide PodGC (shard placement and worker sessions come with the fleet).
+/// Leader-elected coordinator of a batchfleet: while it leads, it places namespace shards on the
+/// workers and moves them by the hand-over, serves the admin API, and runs the cluster-wide PodGC.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
