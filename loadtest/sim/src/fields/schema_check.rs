@@ -126,7 +126,7 @@ impl Walk<'_> {
 /// The field `key` names in message `id`, looking into its inlined messages too.
 fn find_field<'s>(schema: &'s Schema, id: MessageId, key: &str) -> Option<&'s Field> {
     let message = schema.message(id);
-    message.fields.iter().find(|f| f.label != Label::Inline && f.json == key).or_else(|| {
+    message.field_named(key).or_else(|| {
         message.fields.iter().filter(|f| f.label == Label::Inline).find_map(|f| match f.ty {
             FieldType::Message(inner) => find_field(schema, inner, key),
             _ => None,

@@ -68,11 +68,18 @@ pub struct Message {
     pub fields: Vec<Field>,
     pub special: Option<Special>,
     by_tag: HashMap<u32, usize>,
+    /// Fields that are not inlined, by JSON name.
+    by_json: HashMap<String, usize>,
 }
 
 impl Message {
     pub fn field(&self, tag: u32) -> Option<&Field> {
         self.by_tag.get(&tag).map(|&i| &self.fields[i])
+    }
+
+    /// The field named `json` in JSON, not looking into inlined messages.
+    pub fn field_named(&self, json: &str) -> Option<&Field> {
+        self.by_json.get(json).map(|&i| &self.fields[i])
     }
 }
 
@@ -127,6 +134,7 @@ impl Schema {
                     fields: Vec::new(),
                     special: special(name),
                     by_tag: HashMap::new(),
+                    by_json: HashMap::new(),
                 });
             }
         }
@@ -151,6 +159,9 @@ impl Schema {
                     let Some(ty) = schema.field_type(ty) else { continue };
                     let message = &mut schema.messages[id];
                     message.by_tag.insert(tag, message.fields.len());
+                    if label != Label::Inline {
+                        message.by_json.insert(json.to_string(), message.fields.len());
+                    }
                     message.fields.push(Field { tag, json: json.to_string(), label, ty });
                 }
                 _ => {}
