@@ -1,0 +1,212 @@
+//! The worker's Kubernetes clients: kubeconfig or in-cluster config, the User-Agent, and the
+//! limits on the API load (client-go's rate limit and a cap on requests in flight). A fleet
+//! worker's client for its controllers is also fenced by its lease ([`LeaseDeadline`]).
+
+mod fenced_connections;
+mod lease_gate;
+mod rate_limit;
+#[cfg(test)]
+mod test_server;
+
+use std::path::Path;
+
+pub use lease_gate::{LeaseDeadline, LeaseGateLayer, LeaseGated, LeaseLapsed, LeaseWindow};
+pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
+
+/// Client-side limits on the API load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClientLimits {
+    /// Token-bucket rate; `qps <= 0` disables it.
+    pub qps: f64,
+    pub burst: u32,
+    /// Requests in flight at once (0: no cap). The rest wait their turn in arrival order, as
+    /// streams do on one HTTP/2 connection to kube-apiserver. This, not the number of
+    /// concurrent syncs, bounds the connections and the load a burst puts on the API server, and
+    /// it serves a burst's requests first come, first served: a CronJob's Job creation, issued
+    /// as its sync starts, goes ahead of the status writes of syncs that started later.
+    pub max_in_flight: usize,
+}
+
+impl ClientLimits {
+    /// No rate limit and no cap (tests and benchmarks that measure the system, not the limits).
+    pub const UNLIMITED: Self = Self { qps: 0.0, burst: 1, max_in_flight: 0 };
+    /// kube-controller-manager's defaults (--kube-api-qps 20, --kube-api-burst 30) and a cap of
+    /// 200 requests in flight.
+    pub const DEFAULT: Self = Self { qps: 20.0, burst: 30, max_in_flight: 200 };
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("reading kubeconfig {path}: {source}")]
+    Kubeconfig { path: String, source: kube::config::KubeconfigError },
+    #[error("inferring the cluster config: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    #[error("the User-Agent {0:?} is not a valid header value")]
+    UserAgent(String),
+    #[error("building the client: {0}")]
+    Build(#[from] kube::Error),
+}
+
+/// The User-Agent a worker sends on every request, naming the process as
+/// kube-controller-manager names its clients: `fleet-worker/0.1.0 (w-1)`.
+pub fn user_agent(worker_id: &str) -> String {
+    format!("fleet-worker/{} ({worker_id})", env!("CARGO_PKG_VERSION"))
+}
+
+/// `config` with `user_agent` on every request.
+pub fn with_user_agent(mut config: kube::Config, user_agent: &str) -> Result<kube::Config, ClientError> {
+    let value = http::HeaderValue::from_str(user_agent)
+        .map_err(|_| ClientError::UserAgent(user_agent.to_string()))?;
+    config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((http::header::USER_AGENT, value));
+    Ok(config)
+}
+
+/// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits, sending
+/// `user_agent`.
+pub async fn build(
+    kubeconfig: Option<&Path>,
+    limit: ClientLimits,
+    user_agent: &str,
+) -> Result<kube::Client, ClientError> {
+    build_fenced(kubeconfig, limit, user_agent, None).await
+}
+
+/// [`build`], with writes refused once `deadline` passed ([`LeaseGateLayer`]).
+pub async fn build_fenced(
+    kubeconfig: Option<&Path>,
+    limit: ClientLimits,
+    user_agent: &str,
+    deadline: Option<LeaseDeadline>,
+) -> Result<kube::Client, ClientError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|source| ClientError::Kubeconfig { path: path.display().to_string(), source })?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|source| ClientError::Kubeconfig { path: path.display().to_string(), source })?
+        }
+        None => kube::Config::infer().await?,
+    };
+    fenced_from_config(with_user_agent(config, user_agent)?, limit, deadline)
+}
+
+/// A client for `config` with the limits: the rate limit first, then the cap on requests in
+/// flight, so a request that waits for a token does not hold a place in flight.
+pub fn from_config(config: kube::Config, limit: ClientLimits) -> Result<kube::Client, ClientError> {
+    fenced_from_config(config, limit, None)
+}
+
+/// [`from_config`], with writes refused once `deadline` passed: when they are sent
+/// ([`LeaseGateLayer`]), and when their bytes reach the socket, on connections that carry
+/// nothing but writes ([`fenced_connections`]). A fleet worker's client for its controllers (not
+/// the one that renews the lease).
+pub fn fenced_from_config(
+    config: kube::Config,
+    limit: ClientLimits,
+    deadline: Option<LeaseDeadline>,
+) -> Result<kube::Client, ClientError> {
+    use tower::util::option_layer;
+    let in_flight =
+        (limit.max_in_flight > 0).then(|| tower::limit::ConcurrencyLimitLayer::new(limit.max_in_flight));
+    let rate = (limit.qps > 0.0).then(|| RateLimitLayer::new(limit));
+    let builder = match &deadline {
+        Some(deadline) => fenced_connections::client_builder(&config, deadline.clone())?,
+        None => kube::client::ClientBuilder::try_from(config)?,
+    };
+    Ok(builder
+        .with_layer(&option_layer(deadline.map(LeaseGateLayer::new)))
+        .with_layer(&option_layer(in_flight))
+        .with_layer(&option_layer(rate))
+        .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use test_server::HoldingServer;
+
+    #[tokio::test]
+    async fn requests_beyond_the_in_flight_cap_wait_until_one_finishes() {
+        use std::sync::atomic::Ordering;
+        let mut server = HoldingServer::start().await;
+        let config = kube::Config::new(server.url.parse().unwrap());
+        let client =
+            from_config(config, ClientLimits { max_in_flight: 2, ..ClientLimits::UNLIMITED }).unwrap();
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let client = client.clone();
+            calls.spawn(async move {
+                client.request_text(http::Request::get(format!("/held/{i}")).body(Vec::new()).unwrap()).await
+            });
+        }
+        for released in 0..6 {
+            // The cap lets two through; each release lets the next one in.
+            let expect = (released + 2).min(6);
+            tokio::time::timeout(Duration::from_secs(10), server.arrived.wait_for(|n| *n >= expect))
+                .await
+                .expect("the next request should reach the server once one finishes")
+                .unwrap();
+            assert!(server.held.load(Ordering::SeqCst) <= 2);
+            server.release.add_permits(1);
+        }
+        while let Some(call) = calls.join_next().await {
+            assert_eq!(call.unwrap().unwrap(), "ok");
+        }
+        assert_eq!(server.most_held.load(Ordering::SeqCst), 2, "at most the cap, and the cap reached");
+    }
+
+    #[tokio::test]
+    async fn every_request_names_the_worker_in_its_user_agent() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let mut chunk = [0u8; 1024];
+                let n = conn.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the connection closed before the request's headers ended");
+                head.extend_from_slice(&chunk[..n]);
+            }
+            let reply = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+            conn.write_all(reply.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head).to_lowercase()
+        });
+        let config = with_user_agent(kube::Config::new(url.parse().unwrap()), &user_agent("w-1")).unwrap();
+        let client = from_config(config, ClientLimits::UNLIMITED).unwrap();
+        client.request_text(http::Request::get("/version").body(Vec::new()).unwrap()).await.unwrap();
+        let head = server.await.unwrap();
+        let agents: Vec<&str> = head.lines().filter(|l| l.starts_with("user-agent:")).collect();
+        assert_eq!(agents, vec![format!("user-agent: fleet-worker/{} (w-1)", env!("CARGO_PKG_VERSION"))]);
+        assert!(with_user_agent(kube::Config::new(url.parse().unwrap()), "bad\nagent").is_err());
+    }
+
+    #[tokio::test]
+    async fn without_a_cap_every_request_goes_at_once() {
+        use std::sync::atomic::Ordering;
+        let mut server = HoldingServer::start().await;
+        let client =
+            from_config(kube::Config::new(server.url.parse().unwrap()), ClientLimits::UNLIMITED).unwrap();
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let client = client.clone();
+            calls.spawn(async move {
+                client.request_text(http::Request::get(format!("/held/{i}")).body(Vec::new()).unwrap()).await
+            });
+        }
+        tokio::time::timeout(Duration::from_secs(10), server.arrived.wait_for(|n| *n >= 6))
+            .await
+            .expect("all six requests should reach the server together")
+            .unwrap();
+        assert_eq!(server.most_held.load(Ordering::SeqCst), 6);
+        server.release.add_permits(6);
+        while let Some(call) = calls.join_next().await {
+            assert_eq!(call.unwrap().unwrap(), "ok");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! A test HTTP server for the client's layers.
+
+use std::sync::Arc;
+
+/// An HTTP server that holds each request until the test releases it, and counts how many
+/// it holds at once.
+pub(super) struct HoldingServer {
+    pub url: String,
+    pub arrived: tokio::sync::watch::Receiver<usize>,
+    pub held: Arc<std::sync::atomic::AtomicUsize>,
+    pub most_held: Arc<std::sync::atomic::AtomicUsize>,
+    pub release: Arc<tokio::sync::Semaphore>,
+}
+
+impl HoldingServer {
+    pub async fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (arrivals, arrived) = tokio::sync::watch::channel(0usize);
+        let arrivals = Arc::new(arrivals);
+        let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let most_held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let (h, m, r) = (held.clone(), most_held.clone(), release.clone());
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let (arrivals, held, most_held, release) =
+                    (arrivals.clone(), h.clone(), m.clone(), r.clone());
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        // One bodiless request per turn: read to the end of its headers.
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            let mut chunk = [0u8; 1024];
+                            match conn.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                        buf.drain(..end);
+                        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                        most_held.fetch_max(now, Ordering::SeqCst);
+                        arrivals.send_modify(|n| *n += 1);
+                        release.acquire().await.unwrap().forget();
+                        held.fetch_sub(1, Ordering::SeqCst);
+                        let reply =
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+                        if conn.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { url, arrived, held, most_held, release }
+    }
+}
+
+/// An HTTP server that answers its requests, in order, with `replies` (raw HTTP/1.1 responses;
+/// the last one repeats), and records each request's line ("POST /write HTTP/1.1").
+pub(super) struct ScriptedServer {
+    pub url: String,
+    pub requests: tokio::sync::watch::Receiver<Vec<String>>,
+}
+
+impl ScriptedServer {
+    pub async fn start(replies: Vec<&'static str>) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (record, requests) = tokio::sync::watch::channel(Vec::<String>::new());
+        let record = Arc::new(record);
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let (record, replies) = (record.clone(), replies.clone());
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            let mut chunk = [0u8; 1024];
+                            match conn.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                        buf.drain(..end);
+                        // The body, by its content-length (the client's are small).
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string())
+                            })
+                            .and_then(|v| v.parse::<usize>().ok())
+                            .unwrap_or(0);
+                        while buf.len() < length {
+                            let mut chunk = [0u8; 1024];
+                            match conn.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..length);
+                        let line = head.lines().next().unwrap_or_default().to_string();
+                        let mut seen = 0;
+                        record.send_modify(|r| {
+                            r.push(line);
+                            seen = r.len();
+                        });
+                        let reply = replies[(seen - 1).min(replies.len() - 1)];
+                        if conn.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { url, requests }
+    }
+}
