@@ -143,6 +143,13 @@ struct InFlight {
     started_at: Instant,
 }
 
+/// Why a shard last moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MoveCause {
+    Operator,
+    Balance,
+}
+
 #[derive(Debug)]
 pub struct FleetState {
     pub map: ShardMapRecord,
@@ -158,8 +165,8 @@ pub struct FleetState {
     /// Moves that ended since the controller last asked: how, and how long they took.
     finished: Vec<(&'static str, Duration)>,
     /// When each shard last started moving, so that placement does not move it straight back
-    /// (an operator's move, or loads that wobble).
-    moved_at: BTreeMap<ShardId, Instant>,
+    /// (an operator's move, or loads that wobble), and whether an operator asked for it.
+    moved_at: BTreeMap<ShardId, (Instant, MoveCause)>,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
     /// Shards whose last move was refused or timed out: not started again before then, so that a
@@ -313,8 +320,21 @@ impl FleetState {
                 }
             }
         }
-        let pins: BTreeMap<ShardId, WorkerId> =
+        let mut pins: BTreeMap<ShardId, WorkerId> =
             self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
+        // A shard that placement moved within `min_move_interval` stays with an owner that may
+        // keep it, as if pinned there: placement balances with the others, so a newcomer whose
+        // ring-home shards just moved is filled with shards that may move now rather than with
+        // none. An operator's move is not held so: balancing around it would move other shards
+        // the operator did not ask to move; it is left alone by the step instead.
+        let now = input.now.unwrap_or_else(Instant::now);
+        for (shard, owner) in &current {
+            let by_balance = matches!(self.moved_at.get(shard), Some((_, MoveCause::Balance)));
+            let recent = Move { shard: *shard, from: Some(owner.clone()), to: owner.clone() };
+            if by_balance && !pins.contains_key(shard) && self.recently_moved(&recent, input, now) {
+                pins.insert(*shard, owner.clone());
+            }
+        }
         let mut config = self.config.placement.clone();
         if rebalance {
             config.hysteresis = 0.0;
@@ -364,7 +384,7 @@ impl FleetState {
                     continue;
                 }
                 self.start(m.shard, m.to, input, now, &mut out);
-                self.moved_at.insert(m.shard, now);
+                self.moved_at.insert(m.shard, (now, MoveCause::Operator));
             }
             for m in self.plan(input, false) {
                 if self.moves.len() >= self.config.max_moves_in_flight {
@@ -378,7 +398,7 @@ impl FleetState {
                 self.start(m.shard, m.to.clone(), input, now, &mut out);
                 // Placing a shard nobody owned is not a move to hold back.
                 if m.from.is_some() {
-                    self.moved_at.insert(m.shard, now);
+                    self.moved_at.insert(m.shard, (now, MoveCause::Balance));
                 }
             }
         }
@@ -389,7 +409,7 @@ impl FleetState {
     /// A balancing move of a shard that moved within `min_move_interval`, off an owner that may
     /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
     fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
-        let Some(at) = self.moved_at.get(&m.shard) else { return false };
+        let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
         let owner_keeps = m.from.as_ref().is_some_and(|f| {
             !self.draining.contains(f)
                 && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))

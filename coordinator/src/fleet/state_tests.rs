@@ -299,6 +299,35 @@ fn an_operators_move_is_not_undone_by_placement_within_the_interval() {
     assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
 }
 
+/// The paused-worker test (fleet_e2e) once waited a minute for its resumed worker to get a
+/// shard: the shards placement chose to fill it with had all moved within `min_move_interval`,
+/// so the step skipped every one of them. Placement now fills a newcomer from the shards that
+/// may move.
+#[test]
+fn a_newcomer_is_filled_with_shards_that_may_move_now() {
+    let now = Instant::now();
+    let owners: Vec<(u32, &str, u64)> = (0..12).map(|s| (s, if s < 6 { "a" } else { "b" }, 1)).collect();
+    let mut state = FleetState::new(map(12, &owners), FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE), ("c", LIVE)];
+    let holding = |from: u32| (from..from + 6).map(|s| held(s, 1, HeldPhase::Active)).collect::<Vec<_>>();
+    registered(&mut state, now, &[("a", LIVE), ("b", LIVE)], &[("a", holding(0)), ("b", holding(6))]);
+    // Every shard of a has just moved there, to balance the fleet.
+    for s in 0..6 {
+        state.moved_at.insert(ShardId(s), (now, MoveCause::Balance));
+    }
+    let out = registered(&mut state, now + Duration::from_secs(1), &workers, &[("c", vec![])]);
+    let to_c: Vec<u32> = out
+        .sends
+        .iter()
+        .filter_map(|(to, c)| match c {
+            Command::Prepare { shard, .. } if *to == w("c") => Some(shard.0),
+            _ => None,
+        })
+        .collect();
+    assert!(to_c.iter().all(|s| *s >= 6), "only b's shards may move now: {to_c:?}");
+    assert!(to_c.len() >= 3, "c is filled towards the average of 4: {to_c:?}");
+}
+
 #[test]
 fn shards_go_only_to_workers_with_a_session() {
     let now = Instant::now();
