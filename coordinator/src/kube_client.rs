@@ -3,7 +3,8 @@
 //! server's audit log shows who wrote what.
 
 use std::path::Path;
-use std::time::Duration;
+
+pub use batchfleet_api_limits::{ClientLimits, ClientMetrics};
 
 use http::HeaderValue;
 use http::header::USER_AGENT;
@@ -39,20 +40,12 @@ pub async fn load_config(kubeconfig: Option<&Path>) -> Result<kube::Config, Clie
     }
 }
 
-/// kube-controller-manager's `--kube-api-qps` / `--kube-api-burst`: on average `qps` requests a
-/// second, in bursts of up to `burst`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit {
-    pub qps: f64,
-    pub burst: u32,
-}
-
-/// A client for `config` whose every request carries `user_agent`, rate-limited when `limit` is
-/// given with a positive rate.
+/// A client for `config` whose every request carries `user_agent`, within `limit` (the rate
+/// limit and the cap on requests in flight, recorded in the process's [`ClientMetrics`]).
 pub fn from_config(
     config: kube::Config,
     user_agent: &str,
-    limit: Option<RateLimit>,
+    limit: ClientLimits,
 ) -> Result<kube::Client, ClientError> {
     let value =
         HeaderValue::from_str(user_agent).map_err(|_| ClientError::UserAgent(user_agent.to_string()))?;
@@ -60,12 +53,11 @@ pub fn from_config(
         req.headers_mut().insert(USER_AGENT, value.clone());
         req
     });
-    // `burst` requests per window of `burst / qps` seconds: the average rate is `qps`.
-    let rate = limit.filter(|l| l.qps > 0.0 && l.qps.is_finite()).map(|l| {
-        let burst = l.burst.max(1);
-        tower::limit::RateLimitLayer::new(u64::from(burst), Duration::from_secs_f64(f64::from(burst) / l.qps))
-    });
+    let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
+    let in_flight = limit.in_flight(&host, ClientMetrics::global());
+    let rate = limit.rate_limit(&host, ClientMetrics::global());
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::util::option_layer(in_flight))
         .with_layer(&tower::util::option_layer(rate))
         .with_layer(&name)
         .build())

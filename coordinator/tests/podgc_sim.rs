@@ -44,7 +44,8 @@ async fn fixture() -> Fixture {
 /// The coordinator's own client, named in every request as the binary names it.
 fn coordinator_client(f: &Fixture, id: &str) -> kube::Client {
     let config = kube::Config::new(f.sim.url().parse().expect("url"));
-    kube_client::from_config(config, &kube_client::user_agent(id), None).expect("client")
+    kube_client::from_config(config, &kube_client::user_agent(id), kube_client::ClientLimits::UNLIMITED)
+        .expect("client")
 }
 
 const TIMING: ElectionTiming = ElectionTiming {

@@ -237,6 +237,7 @@ pub async fn start_on_shards_with(
         None => watch::probe(&informers, &shards).await,
     };
     let registry = Registry::new();
+    client::ClientMetrics::global().register(&registry)?;
     shards.register_metrics(&registry)?;
     let health = crate::health::Health::new(shards.clone(), opts.stall_timeout, &registry)?;
     let job_metrics = JobMetrics::register(&registry)?;

@@ -68,6 +68,9 @@ struct Args {
     /// Requests allowed in a burst above the average.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
+    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.max_in_flight)]
+    kube_api_max_in_flight: usize,
     /// Terminated pods kept before PodGC deletes the oldest; 0 turns that pass off.
     #[arg(long, default_value_t = 12_500)]
     terminated_pod_gc_threshold: usize,
@@ -81,6 +84,11 @@ struct Args {
     /// (the old owner keeps it) and the shard placed again.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
     prepare_timeout: Duration,
+    /// Commands a worker may leave unread on its session's stream; past it the session is cut
+    /// and the worker registers again (fleet_session_command_overflows_total counts it).
+    #[arg(long, default_value_t = batchfleet_coordinator::fleet::hub::DEFAULT_COMMAND_QUEUE,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    session_command_queue: usize,
     /// How often PodGC runs.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     podgc_period: Duration,
@@ -161,9 +169,14 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
         None => hostname().context("no --coordinator-id given and the hostname is unreadable")?,
     };
     let config = kube_client::load_config(args.kubeconfig.as_deref()).await?;
-    let limit = kube_client::RateLimit { qps: args.kube_api_qps, burst: args.kube_api_burst };
-    let client = kube_client::from_config(config, &kube_client::user_agent(&id), Some(limit))?;
+    let limit = kube_client::ClientLimits {
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
+        max_in_flight: args.kube_api_max_in_flight,
+    };
+    let client = kube_client::from_config(config, &kube_client::user_agent(&id), limit)?;
     let registry = prometheus::Registry::new();
+    kube_client::ClientMetrics::global().register(&registry)?;
     let liveness = metrics_endpoint::Liveness::default();
     let (metrics_bound, serve_metrics) =
         metrics_endpoint::bind(args.metrics_addr, registry.clone(), liveness.clone())
@@ -243,8 +256,13 @@ async fn start_fleet<S: CoordinationStore + 'static>(
     tracing::info!(listen = %local, advertise = %address, "serving the fleet's sessions and admin API");
     let candidate = Candidate { id: id.to_string(), address };
     let (leadership, election) = leader::start(store.clone(), candidate, timing, stop.clone());
-    let shared =
-        Arc::new(FleetShared::new(id.to_string(), store.kind(), leadership.clone(), config.lease_margin));
+    let shared = Arc::new(FleetShared::new(
+        id.to_string(),
+        store.kind(),
+        leadership.clone(),
+        config.lease_margin,
+        args.session_command_queue,
+    ));
     tokio::spawn(controller::run(store, shared.clone(), config, stop.clone()));
     let mut server_stop = stop.clone();
     // grpc.health.v1 for probes: the process serves; whether it leads is `fleetctl status`'s.

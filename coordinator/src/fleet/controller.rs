@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use batchfleet_proto::v1 as pb;
 use tokio::sync::watch;
 
+use super::hub::Delivery;
 use super::state::{Command, FleetConfig, FleetState, StepInput, WorkerHealth};
 use super::{FleetShared, WorkerSeen};
 use crate::handover::Barrier;
@@ -112,7 +113,16 @@ async fn lead<S: CoordinationStore>(
         }
         for (worker, command) in output.sends {
             tracing::debug!(%worker, ?command, "command");
-            shared.hub.send(&worker, to_proto(command));
+            if shared.hub.send(&worker, to_proto(command)) == Delivery::Overflowed {
+                tracing::warn!(
+                    %worker,
+                    "the worker left its command stream unread past --session-command-queue: \
+                     its session is cut, and it registers again"
+                );
+                if let Some(metrics) = &config.metrics {
+                    metrics.session_overflowed();
+                }
+            }
         }
     }
 }

@@ -106,8 +106,13 @@ async fn registrations_waiting_for_a_new_leader_keep_their_shards() {
         let (mut leadership, election) =
             leader::start(store.clone(), Candidate::from("coordinator-1"), timing, stop.clone());
         leadership.until_leader().await;
-        let shared =
-            Arc::new(FleetShared::new("coordinator-1".into(), "memory", leadership, Duration::from_secs(2)));
+        let shared = Arc::new(FleetShared::new(
+            "coordinator-1".into(),
+            "memory",
+            leadership,
+            Duration::from_secs(2),
+            super::super::hub::DEFAULT_COMMAND_QUEUE,
+        ));
         let mut streams = Vec::new();
         for worker in ["w-a", "w-b"] {
             let session = shared.hub.register(WorkerId(worker.into()), held_by(worker), &[]);

@@ -12,10 +12,13 @@ use super::state::{Ack, HeldShard};
 use crate::ids::{ShardId, WorkerId};
 use crate::placement::shard_weight;
 
+/// Commands queued on one session's stream before it is cut (`--session-command-queue`).
+pub const DEFAULT_COMMAND_QUEUE: usize = 1024;
+
 #[derive(Debug)]
 struct Session {
     id: u64,
-    stream: Option<mpsc::UnboundedSender<pb::Command>>,
+    stream: Option<mpsc::Sender<pb::Command>>,
     loads: BTreeMap<u32, f64>,
 }
 
@@ -36,14 +39,37 @@ pub struct Inbox {
     pub acks: Vec<Ack>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SessionHub {
     inner: Mutex<Inner>,
     /// Wakes the controller when something arrived.
     pub arrived: Notify,
+    command_queue: usize,
+}
+
+impl Default for SessionHub {
+    fn default() -> Self {
+        Self::with_command_queue(DEFAULT_COMMAND_QUEUE)
+    }
+}
+
+/// What became of a command given to [`SessionHub::send`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    Queued,
+    /// The worker has no stream open; the controller sends again later.
+    NoStream,
+    /// The worker's stream had `command_queue` commands it had not read: the stream was cut, so
+    /// the worker registers again and the controller sends again what is still due.
+    Overflowed,
 }
 
 impl SessionHub {
+    /// A hub whose sessions each queue at most `command_queue` unread commands.
+    pub fn with_command_queue(command_queue: usize) -> Self {
+        Self { inner: Mutex::default(), arrived: Notify::new(), command_queue: command_queue.max(1) }
+    }
+
     /// A (re)registration: a new session replaces the worker's old one, whose stream ends.
     pub fn register(&self, worker: WorkerId, held: Vec<HeldShard>, loads: &[pb::ShardLoad]) -> u64 {
         let mut inner = self.inner.lock();
@@ -65,10 +91,10 @@ impl SessionHub {
     }
 
     /// Opens the session's command stream (a second open replaces the first).
-    pub fn open_stream(&self, session: u64) -> Option<mpsc::UnboundedReceiver<pb::Command>> {
+    pub fn open_stream(&self, session: u64) -> Option<mpsc::Receiver<pb::Command>> {
         let mut inner = self.inner.lock();
         let worker = inner.by_id.get(&session)?.clone();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(self.command_queue);
         inner.sessions.get_mut(&worker)?.stream = Some(tx);
         drop(inner);
         self.arrived.notify_one();
@@ -134,17 +160,67 @@ impl SessionHub {
         out
     }
 
-    /// Queues a command on the worker's stream; `false` when it has none open (the controller
-    /// sends again later).
-    pub fn send(&self, worker: &WorkerId, command: pb::Command) -> bool {
-        let inner = self.inner.lock();
-        inner.sessions.get(worker).and_then(|s| s.stream.as_ref()).is_some_and(|tx| tx.send(command).is_ok())
+    /// Queues a command on the worker's stream. Every command is idempotent and sent again while
+    /// it is due, so a worker that does not read its stream (stuck, or a connection that stopped
+    /// moving) would grow the queue without end: past `command_queue` the stream is cut instead.
+    pub fn send(&self, worker: &WorkerId, command: pb::Command) -> Delivery {
+        let mut inner = self.inner.lock();
+        let Some(session) = inner.sessions.get_mut(worker) else { return Delivery::NoStream };
+        let Some(tx) = &session.stream else { return Delivery::NoStream };
+        match tx.try_send(command) {
+            Ok(()) => Delivery::Queued,
+            Err(mpsc::error::TrySendError::Closed(_)) => Delivery::NoStream,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                session.stream = None;
+                Delivery::Overflowed
+            }
+        }
     }
 
     /// Ends every session (this coordinator stopped leading): streams close and workers register
     /// with the next leader.
     pub fn clear(&self) {
         *self.inner.lock() = Inner::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(shard: u32) -> pb::Command {
+        let assignment = pb::ShardAssignment { shard, epoch: 1 };
+        pb::Command { kind: Some(pb::command::Kind::Prepare(assignment)) }
+    }
+
+    fn shard_of(command: Option<pb::Command>) -> Option<u32> {
+        match command?.kind? {
+            pb::command::Kind::Prepare(a) => Some(a.shard),
+            _ => None,
+        }
+    }
+
+    /// A worker that stops reading its stream is cut off once `command_queue` commands wait,
+    /// rather than queueing the controller's resends without end.
+    #[tokio::test]
+    async fn a_stream_left_unread_is_cut_once_its_queue_is_full() {
+        let hub = SessionHub::with_command_queue(2);
+        let worker = WorkerId("w-1".into());
+        let session = hub.register(worker.clone(), vec![], &[]);
+        let mut stream = hub.open_stream(session).expect("registered");
+        assert_eq!(hub.send(&worker, command(0)), Delivery::Queued);
+        assert_eq!(hub.send(&worker, command(1)), Delivery::Queued);
+        assert!(hub.connected().contains(&worker));
+        assert_eq!(hub.send(&worker, command(2)), Delivery::Overflowed);
+        assert!(!hub.connected().contains(&worker), "the stream is cut");
+        assert_eq!(hub.send(&worker, command(3)), Delivery::NoStream);
+        // The worker reads what was queued, then the end of the stream, and registers again.
+        assert_eq!(shard_of(stream.recv().await), Some(0));
+        assert_eq!(shard_of(stream.recv().await), Some(1));
+        assert_eq!(stream.recv().await, None);
+        let again = hub.register(worker.clone(), vec![], &[]);
+        let _stream = hub.open_stream(again).expect("registered again");
+        assert_eq!(hub.send(&worker, command(4)), Delivery::Queued);
     }
 }
 

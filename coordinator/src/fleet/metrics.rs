@@ -1,6 +1,8 @@
 //! The fleet's metrics on the coordinator's `/metrics`, as the leader sees the fleet.
 
-use prometheus::{Counter, Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Counter, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 use super::WorkerSeen;
 use super::owner_gaps::GapObservations;
@@ -17,6 +19,7 @@ pub struct FleetMetrics {
     unowned_seconds: Counter,
     unowned_shards: IntGauge,
     activate_seconds: Histogram,
+    session_overflows: IntCounter,
 }
 
 impl FleetMetrics {
@@ -78,7 +81,12 @@ impl FleetMetrics {
         registry.register(Box::new(handover_gap_seconds.clone()))?;
         registry.register(Box::new(unowned_seconds.clone()))?;
         registry.register(Box::new(unowned_shards.clone()))?;
+        let session_overflows = IntCounter::new(
+            "fleet_session_command_overflows_total",
+            "Worker sessions cut because the worker left --session-command-queue commands unread.",
+        )?;
         registry.register(Box::new(activate_seconds.clone()))?;
+        registry.register(Box::new(session_overflows.clone()))?;
         Ok(Self {
             shards,
             workers,
@@ -88,7 +96,12 @@ impl FleetMetrics {
             unowned_seconds,
             unowned_shards,
             activate_seconds,
+            session_overflows,
         })
+    }
+
+    pub fn session_overflowed(&self) {
+        self.session_overflows.inc();
     }
 
     pub fn observe(&self, state: &FleetState, workers: &std::collections::BTreeMap<WorkerId, WorkerSeen>) {

@@ -40,12 +40,18 @@ pub struct FleetShared {
 }
 
 impl FleetShared {
-    pub fn new(id: String, store_kind: &'static str, leadership: Leadership, lease_margin: Duration) -> Self {
+    pub fn new(
+        id: String,
+        store_kind: &'static str,
+        leadership: Leadership,
+        lease_margin: Duration,
+        command_queue: usize,
+    ) -> Self {
         Self {
             id,
             store_kind,
             leadership,
-            hub: hub::SessionHub::default(),
+            hub: hub::SessionHub::with_command_queue(command_queue),
             state: Mutex::new(None),
             workers: Mutex::new(BTreeMap::new()),
             lease_margin,

@@ -9,7 +9,7 @@ use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_session_server::FleetSession;
 use futures::Stream;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::state::{Ack, HeldPhase, HeldShard, Step};
@@ -100,7 +100,7 @@ impl FleetSession for SessionService {
             .hub
             .open_stream(session)
             .ok_or_else(|| Status::not_found("unknown session: register again"))?;
-        let stream = UnboundedReceiverStream::new(rx).map(Ok);
+        let stream = ReceiverStream::new(rx).map(Ok);
         Ok(Response::new(Box::pin(stream)))
     }
 

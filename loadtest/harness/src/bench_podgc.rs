@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use batchfleet_coordinator::kube_client::{self, RateLimit};
+use batchfleet_coordinator::kube_client::{self, ClientLimits};
 use batchfleet_coordinator::leader::{self, ElectionTiming};
 use batchfleet_coordinator::podgc::cache::{NodeCache, PodCache};
 use batchfleet_coordinator::podgc::controller::{self, PodGcConfig, PodGcMetrics};
@@ -109,9 +109,13 @@ pub async fn run(args: BenchPodgcArgs) -> anyhow::Result<()> {
         );
     }
     times.sort();
-    let unthrottled = if args.delete > 0 { Some(deletion_rate(args.delete, None).await?) } else { None };
+    let unthrottled =
+        if args.delete > 0 { Some(deletion_rate(args.delete, ClientLimits::UNLIMITED).await?) } else { None };
     let limited = if args.delete_limited > 0 {
-        Some(deletion_rate(args.delete_limited, Some(RateLimit { qps: args.qps, burst: 1 })).await?)
+        Some(
+            deletion_rate(args.delete_limited, ClientLimits { qps: args.qps, burst: 1, max_in_flight: 0 })
+                .await?,
+        )
     } else {
         None
     };
@@ -144,7 +148,7 @@ pub async fn run(args: BenchPodgcArgs) -> anyhow::Result<()> {
 
 /// Creates `n` terminated pods (plus the threshold's worth) in an in-process sim cluster, runs the
 /// coordinator's PodGC on them as leader, and times until the `n` over the threshold are gone.
-async fn deletion_rate(n: usize, limit: Option<RateLimit>) -> anyhow::Result<(usize, Duration)> {
+async fn deletion_rate(n: usize, limit: ClientLimits) -> anyhow::Result<(usize, Duration)> {
     use futures::StreamExt;
     let threshold = 100;
     let sim = SimCluster::start(SimConfig { nodes: 1, kubelet: false, ..SimConfig::default() }).await?;

@@ -4,36 +4,13 @@
 
 mod fenced_connections;
 mod lease_gate;
-mod rate_limit;
 #[cfg(test)]
 mod test_server;
 
 use std::path::Path;
 
+pub use batchfleet_api_limits::{ClientLimits, ClientMetrics};
 pub use lease_gate::{LeaseDeadline, LeaseGateLayer, LeaseGated, LeaseLapsed, LeaseWindow};
-pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
-
-/// Client-side limits on the API load.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ClientLimits {
-    /// Token-bucket rate; `qps <= 0` disables it.
-    pub qps: f64,
-    pub burst: u32,
-    /// Requests in flight at once (0: no cap). The rest wait their turn in arrival order, as
-    /// streams do on one HTTP/2 connection to kube-apiserver. This, not the number of
-    /// concurrent syncs, bounds the connections and the load a burst puts on the API server, and
-    /// it serves a burst's requests first come, first served: a CronJob's Job creation, issued
-    /// as its sync starts, goes ahead of the status writes of syncs that started later.
-    pub max_in_flight: usize,
-}
-
-impl ClientLimits {
-    /// No rate limit and no cap (tests and benchmarks that measure the system, not the limits).
-    pub const UNLIMITED: Self = Self { qps: 0.0, burst: 1, max_in_flight: 0 };
-    /// kube-controller-manager's defaults (--kube-api-qps 20, --kube-api-burst 30) and a cap of
-    /// 200 requests in flight.
-    pub const DEFAULT: Self = Self { qps: 20.0, burst: 30, max_in_flight: 200 };
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -93,7 +70,8 @@ pub async fn build_fenced(
 }
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
-/// flight, so a request that waits for a token does not hold a place in flight.
+/// flight, so a request that waits for a token does not hold a place in flight. Both record into
+/// the process's [`ClientMetrics`].
 pub fn from_config(config: kube::Config, limit: ClientLimits) -> Result<kube::Client, ClientError> {
     fenced_from_config(config, limit, None)
 }
@@ -108,9 +86,9 @@ pub fn fenced_from_config(
     deadline: Option<LeaseDeadline>,
 ) -> Result<kube::Client, ClientError> {
     use tower::util::option_layer;
-    let in_flight =
-        (limit.max_in_flight > 0).then(|| tower::limit::ConcurrencyLimitLayer::new(limit.max_in_flight));
-    let rate = (limit.qps > 0.0).then(|| RateLimitLayer::new(limit));
+    let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
+    let in_flight = limit.in_flight(&host, ClientMetrics::global());
+    let rate = limit.rate_limit(&host, ClientMetrics::global());
     let builder = match &deadline {
         Some(deadline) => fenced_connections::client_builder(&config, deadline.clone())?,
         None => kube::client::ClientBuilder::try_from(config)?,
