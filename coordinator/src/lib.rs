@@ -2,6 +2,7 @@
 //! store today; worker sessions, the admin API and PodGC land here with the fleet.
 
 pub mod fleet;
+pub mod grpc_metrics;
 pub mod handover;
 pub mod kube_client;
 pub mod leader;
