@@ -406,6 +406,24 @@ mod tests {
         assert_eq!(q.len(), 1, "queued again once done");
     }
 
+    /// The bound on a queue under a flood of watch events is the number of objects, not of
+    /// events: a key is queued once however often it is added, and a delayed add that comes no
+    /// earlier than the one pending keeps no entry.
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_adds_holds_one_entry_per_key() {
+        let q = queue();
+        for round in 0..1_000u64 {
+            for key in 0..100 {
+                q.add(format!("ns/job-{key}"));
+                q.add_after(format!("ns/job-{key}"), Duration::from_secs(30 + round % 7));
+            }
+        }
+        assert_eq!(q.len(), 100);
+        let s = q.state.lock();
+        assert_eq!(s.dirty.len(), 100);
+        assert!(s.delayed.len() <= 100, "{} delayed entries for 100 keys", s.delayed.len());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn delayed_adds_keep_the_earliest_time() {
         let q = queue();
