@@ -292,3 +292,30 @@ impl Fleet {
         settled_owners(&self.admin, self.shards as usize)
     }
 }
+
+/// The `sh` blocks marked `<!-- MARKER -->` (`sim-test`, `etcd-test`) in a Markdown file, their
+/// indentation removed.
+pub fn marked_blocks(markdown: &str, marker: &str) -> Vec<String> {
+    let comment = format!("<!-- {marker} -->");
+    let lines: Vec<&str> = markdown.lines().collect();
+    let mut blocks = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != comment {
+            i += 1;
+            continue;
+        }
+        let fence = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or_default();
+        assert!(fence.starts_with("```sh"), "{comment} must come right before a ```sh block, not {fence:?}");
+        let indent = lines[i + 1].len() - fence.len();
+        let mut block = Vec::new();
+        i += 2;
+        while i < lines.len() && lines[i].trim() != "```" {
+            block.push(lines[i].get(indent..).unwrap_or("").to_string());
+            i += 1;
+        }
+        blocks.push(block.join("\n"));
+        i += 1;
+    }
+    blocks
+}

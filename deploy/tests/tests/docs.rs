@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, kubectl, kubectl_ok, root};
+use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, kubectl, kubectl_ok, marked_blocks, root};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::testing::{wait_until, workspace_binary};
 
@@ -183,38 +183,10 @@ fn env_vars_and_subcommands_are_read_from_clap_help() {
     );
 }
 
-/// The `sh` blocks marked `<!-- sim-test -->` in a Markdown file, their indentation removed.
-fn marked_blocks(markdown: &str) -> Vec<String> {
-    let lines: Vec<&str> = markdown.lines().collect();
-    let mut blocks = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i].trim() != "<!-- sim-test -->" {
-            i += 1;
-            continue;
-        }
-        let fence = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or_default();
-        assert!(
-            fence.starts_with("```sh"),
-            "<!-- sim-test --> must come right before a ```sh block, not {fence:?}"
-        );
-        let indent = lines[i + 1].len() - fence.len();
-        let mut block = Vec::new();
-        i += 2;
-        while i < lines.len() && lines[i].trim() != "```" {
-            block.push(lines[i].get(indent..).unwrap_or("").to_string());
-            i += 1;
-        }
-        blocks.push(block.join("\n"));
-        i += 1;
-    }
-    blocks
-}
-
 #[test]
 fn marked_blocks_are_found_and_unindented() {
     let md = "text\n<!-- sim-test -->\n```sh\nfleetctl status\n```\n\n1. step\n\n   <!-- sim-test -->\n   ```sh\n   kubectl get ns\n   echo ok\n   ```\n```sh\nnot marked\n```\n";
-    assert_eq!(marked_blocks(md), ["fleetctl status", "kubectl get ns\necho ok"]);
+    assert_eq!(marked_blocks(md, "sim-test"), ["fleetctl status", "kubectl get ns\necho ok"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,7 +230,7 @@ async fn the_how_tos_commands_work_as_written_against_the_sim() {
     let mut ran = 0;
     for doc in ["docs/operations.md", "docs/troubleshooting.md"] {
         let text = std::fs::read_to_string(root().join(doc)).expect("read the doc");
-        let blocks = marked_blocks(&text);
+        let blocks = marked_blocks(&text, "sim-test");
         assert!(blocks.len() >= 3, "{doc}: its runnable how-tos are marked");
         for block in blocks {
             let child = tokio::process::Command::new("bash")

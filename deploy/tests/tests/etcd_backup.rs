@@ -1,0 +1,158 @@
+//! docs/operations.md's etcd backup and restore, run as written (the blocks marked
+//! `<!-- etcd-test -->`) against a real etcd 3.5 and a fleet on the etcd store: back up, stop the
+//! fleet, restore from the snapshot and from the map alone, start the fleet again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, fleetctl, free_port, kubectl_ok, marked_blocks, root};
+use batchfleet_sim::SimConfig;
+use batchfleet_sim::testing::wait_until;
+
+/// The directory of etcd, etcdctl and etcdutl (`BATCHFLEET_ETCD`'s, else `.tools/bin`).
+fn etcd_tools() -> PathBuf {
+    std::env::var_os("BATCHFLEET_ETCD")
+        .map(PathBuf::from)
+        .and_then(|etcd| etcd.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| root().join(".tools/bin"))
+}
+
+/// An etcd member on `data_dir` (a fresh one, or one `etcdutl snapshot restore` wrote for
+/// `name` with peer URL `peer`), killed when dropped.
+struct Etcd {
+    _child: tokio::process::Child,
+    endpoint: String,
+}
+
+async fn start_etcd(data_dir: &Path, name: &str, peer: u16) -> Etcd {
+    let binary = etcd_tools().join("etcd");
+    assert!(binary.exists(), "etcd not found at {}: run scripts/setup", binary.display());
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = tokio::process::Command::new(binary)
+        .args(["--name", name, "--data-dir"])
+        .arg(data_dir)
+        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("{name}={peer_url}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("etcd starts");
+    let etcd = Etcd { _child: child, endpoint };
+    wait_until(&format!("etcd {name} to serve"), Duration::from_secs(30), || async {
+        etcdctl(&etcd.endpoint, &["endpoint", "health"]).map(|_| ())
+    })
+    .await;
+    etcd
+}
+
+/// `etcdctl ARGS…` against `endpoint`; its stdout, `None` when it fails.
+fn etcdctl(endpoint: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(etcd_tools().join("etcdctl"))
+        .env("ETCDCTL_ENDPOINTS", endpoint)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs a doc block in `dir` with `env`, as an operator's shell would.
+fn run_block(block: &str, dir: &Path, env: &[(&str, &str)]) {
+    let path = format!("{}:{}", etcd_tools().display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", block])
+        .current_dir(dir)
+        .env("PATH", path)
+        .envs(env.iter().copied())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "this block failed ({}):\n{block}\n--- stdout:\n{}\n--- stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every shard's epoch, as fleetctl shows it.
+fn epochs(admin: &str) -> BTreeMap<u64, u64> {
+    let shards = fleetctl(admin, &["shards"]).expect("fleetctl shards");
+    shards
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| (s["shard"].as_u64().expect("shard"), s["epoch"].as_u64().expect("epoch")))
+        .collect()
+}
+
+async fn fleet_on(sim: &Sim, etcd: &Etcd) -> Fleet {
+    let store: Vec<String> =
+        ["--store", "etcd", "--etcd-endpoints", &etcd.endpoint].map(String::from).to_vec();
+    Fleet::start(
+        sim,
+        FleetSpec {
+            namespace: "batchfleet",
+            shards: 8,
+            coordinators: &["fleet-coordinator-0"],
+            workers: &["fleet-worker-0", "fleet-worker-1"],
+            worker_args: store.clone(),
+            coordinator_args: store,
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_etcd_backup_and_restore_how_to_works_as_written() {
+    let runbook = std::fs::read_to_string(root().join("docs/operations.md")).expect("read the runbook");
+    let [backup, restore_snapshot, put_map] = <[String; 3]>::try_from(marked_blocks(&runbook, "etcd-test"))
+        .expect("three etcd-test blocks: backup, restore from the snapshot, put the map back");
+    let work = tempfile::tempdir().expect("tempdir");
+    let sim = Sim::start(SimConfig { nodes: 1, ..SimConfig::default() }).await;
+    kubectl_ok(Some(&sim.kubeconfig()), &["create", "namespace", "batchfleet"]);
+
+    let etcd = start_etcd(&work.path().join("etcd-a"), "etcd-a", free_port()).await;
+    let fleet = fleet_on(&sim, &etcd).await;
+    let before = epochs(&fleet.admin);
+    assert_eq!(before.len(), 8);
+    run_block(&backup, work.path(), &[("ETCDCTL_ENDPOINTS", &etcd.endpoint)]);
+    let saved = std::fs::read_to_string(work.path().join("shard-map.json")).expect("shard-map.json");
+    let map: serde_json::Value = serde_json::from_str(saved.trim()).expect("the map is JSON");
+    assert!(map.to_string().contains("fleet-worker-"), "the map names its owners: {saved}");
+    assert!(work.path().join("batchfleet-etcd.db").metadata().expect("the snapshot").len() > 0);
+    // The fleet stops, then etcd is lost.
+    drop(fleet);
+    drop(etcd);
+
+    // One way: a member recreated from the snapshot holds the map as it was.
+    let peer = free_port();
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let initial_cluster = format!("etcd-0={peer_url}");
+    run_block(
+        &restore_snapshot,
+        work.path(),
+        &[("MEMBER", "etcd-0"), ("INITIAL_CLUSTER", &initial_cluster), ("PEER_URLS", &peer_url)],
+    );
+    let restored = start_etcd(&work.path().join("restored-etcd-0"), "etcd-0", peer).await;
+    let value = etcdctl(&restored.endpoint, &["get", "/batchfleet/shard-map", "--print-value-only"]);
+    assert_eq!(value.as_deref().map(str::trim), Some(saved.trim()), "the restored member holds the map");
+    drop(restored);
+
+    // The other: a fresh etcd, the map put back, and the fleet started again on it.
+    let fresh = start_etcd(&work.path().join("etcd-b"), "etcd-b", free_port()).await;
+    run_block(&put_map, work.path(), &[("ETCDCTL_ENDPOINTS", &fresh.endpoint)]);
+    let fleet = fleet_on(&sim, &fresh).await;
+    // The restarted workers hold nothing the restored map gives them: the leader places every
+    // shard again, above its restored epoch, and it acts again.
+    wait_until("every shard active above its restored epoch", Duration::from_secs(60), || async {
+        let after = epochs(&fleet.admin);
+        let owners = fleet.settled_owners()?;
+        (owners.len() == before.len() && before.iter().all(|(shard, epoch)| after.get(shard) > Some(epoch)))
+            .then_some(())
+    })
+    .await;
+}
