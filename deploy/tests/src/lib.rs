@@ -319,3 +319,60 @@ pub fn marked_blocks(markdown: &str, marker: &str) -> Vec<String> {
     }
     blocks
 }
+
+/// The directory of etcd, etcdctl and etcdutl (`BATCHFLEET_ETCD`'s, else `.tools/bin`).
+pub fn etcd_tools() -> PathBuf {
+    std::env::var_os("BATCHFLEET_ETCD")
+        .map(PathBuf::from)
+        .and_then(|etcd| etcd.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| root().join(".tools/bin"))
+}
+
+/// An etcd member on `data_dir` (a fresh one, or one `etcdutl snapshot restore` wrote for
+/// `name` with peer URL `peer`), killed when dropped.
+pub struct Etcd {
+    _child: tokio::process::Child,
+    pub endpoint: String,
+}
+
+impl Etcd {
+    /// The store flags of a fleet process on this etcd.
+    pub fn store_args(&self) -> Vec<String> {
+        ["--store", "etcd", "--etcd-endpoints", &self.endpoint].map(String::from).to_vec()
+    }
+}
+
+pub async fn start_etcd(data_dir: &Path, name: &str, peer: u16) -> Etcd {
+    let binary = etcd_tools().join("etcd");
+    assert!(binary.exists(), "etcd not found at {}: run scripts/setup", binary.display());
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = tokio::process::Command::new(binary)
+        .args(["--name", name, "--data-dir"])
+        .arg(data_dir)
+        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("{name}={peer_url}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("etcd starts");
+    let etcd = Etcd { _child: child, endpoint };
+    batchfleet_sim::testing::wait_until(
+        &format!("etcd {name} to serve"),
+        std::time::Duration::from_secs(30),
+        || async {
+            let healthy = std::process::Command::new(etcd_tools().join("etcdctl"))
+                .env("ETCDCTL_ENDPOINTS", &etcd.endpoint)
+                .args(["endpoint", "health"])
+                .output()
+                .ok()?
+                .status
+                .success();
+            healthy.then_some(())
+        },
+    )
+    .await;
+    etcd
+}

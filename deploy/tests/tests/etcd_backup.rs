@@ -3,51 +3,14 @@
 //! fleet, restore from the snapshot and from the map alone, start the fleet again.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, fleetctl, free_port, kubectl_ok, marked_blocks, root};
+use batchfleet_deploy_tests::{
+    Etcd, Fleet, FleetSpec, Sim, etcd_tools, fleetctl, free_port, kubectl_ok, marked_blocks, root, start_etcd,
+};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::testing::wait_until;
-
-/// The directory of etcd, etcdctl and etcdutl (`BATCHFLEET_ETCD`'s, else `.tools/bin`).
-fn etcd_tools() -> PathBuf {
-    std::env::var_os("BATCHFLEET_ETCD")
-        .map(PathBuf::from)
-        .and_then(|etcd| etcd.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| root().join(".tools/bin"))
-}
-
-/// An etcd member on `data_dir` (a fresh one, or one `etcdutl snapshot restore` wrote for
-/// `name` with peer URL `peer`), killed when dropped.
-struct Etcd {
-    _child: tokio::process::Child,
-    endpoint: String,
-}
-
-async fn start_etcd(data_dir: &Path, name: &str, peer: u16) -> Etcd {
-    let binary = etcd_tools().join("etcd");
-    assert!(binary.exists(), "etcd not found at {}: run scripts/setup", binary.display());
-    let endpoint = format!("http://127.0.0.1:{}", free_port());
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = tokio::process::Command::new(binary)
-        .args(["--name", name, "--data-dir"])
-        .arg(data_dir)
-        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
-        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("{name}={peer_url}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("etcd starts");
-    let etcd = Etcd { _child: child, endpoint };
-    wait_until(&format!("etcd {name} to serve"), Duration::from_secs(30), || async {
-        etcdctl(&etcd.endpoint, &["endpoint", "health"]).map(|_| ())
-    })
-    .await;
-    etcd
-}
 
 /// `etcdctl ARGS…` against `endpoint`; its stdout, `None` when it fails.
 fn etcdctl(endpoint: &str, args: &[&str]) -> Option<String> {

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use batchfleet_deploy_tests::{
-    Fleet, FleetSpec, Sim, build, deploy_dir, describe, documents, fleetctl, http_get, kustomization,
+    Etcd, Fleet, FleetSpec, Sim, build, deploy_dir, describe, documents, fleetctl, http_get, kustomization,
 };
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::read_log;
@@ -263,6 +263,22 @@ fn queries() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and_alerts() {
+    the_calls_match_the_overlays_rbac("base", None).await;
+}
+
+/// On etcd the fleet makes no Lease or ConfigMap call, and the `etcd` overlay grants none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_the_fleets_calls_match_the_etcd_overlays_rbac() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let etcd =
+        batchfleet_deploy_tests::start_etcd(data.path(), "etcd", batchfleet_deploy_tests::free_port()).await;
+    the_calls_match_the_overlays_rbac("etcd", Some(&etcd)).await;
+}
+
+/// Runs the work on a fleet (on `etcd` when given, else the Kubernetes store), then checks its
+/// calls against the RBAC of `overlay` and its metrics against the dashboard and the alerts.
+async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
+    let store_args = etcd.map(Etcd::store_args).unwrap_or_default();
     let sim = Sim::start(SimConfig { nodes: 3, ..SimConfig::default() }).await;
     let client = sim.client();
     let namespaces: Api<Namespace> = Api::all(client.clone());
@@ -278,17 +294,14 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
             shards: SHARDS,
             coordinators: &["coordinator-0", "coordinator-1"],
             workers: &["w-0", "w-1"],
-            worker_args: vec!["--test-clock".into(), clock],
+            worker_args: [vec!["--test-clock".into(), clock], store_args.clone()].concat(),
             coordinator_args: [
-                "--terminated-pod-gc-threshold",
-                "1",
-                "--podgc-period",
-                "500ms",
-                "--podgc-quarantine",
-                "1s",
+                ["--terminated-pod-gc-threshold", "1", "--podgc-period", "500ms", "--podgc-quarantine", "1s"]
+                    .map(String::from)
+                    .to_vec(),
+                store_args,
             ]
-            .map(String::from)
-            .to_vec(),
+            .concat(),
         },
     )
     .await;
@@ -484,12 +497,12 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
             in_fleet_namespace: object.namespace == NAMESPACE,
         });
     }
-    let base = build(&kustomization("base"));
+    let objects = build(&kustomization(overlay));
     let mut failures = Vec::new();
     for who in ["fleet-coordinator", "fleet-worker"] {
         let made = calls.get(who).cloned().unwrap_or_default();
         assert!(!made.is_empty(), "{who} made no call");
-        let (cluster, local) = roles_of(&base, who);
+        let (cluster, local) = roles_of(&objects, who);
         failures.extend(compare(who, &made, &cluster, &local));
     }
     let summary: Vec<String> =
