@@ -290,9 +290,10 @@ pub async fn start_on_shards_with(
     let mut tasks = JoinSet::new();
     tasks.spawn(serve);
     tasks.spawn(health.clone().keep_gauges());
-    tasks.spawn(record_events);
-    tasks.spawn(record_cron_events);
+    // Each controller's event recorder runs with it: the recorder of one that is off would end at
+    // once (its sender dropped), and a task that ends stops the worker.
     if opts.controllers.job {
+        tasks.spawn(record_events);
         handlers.jobs.push(jobs.clone());
         handlers.pods.push(jobs.clone());
         health.watch_queue("job", {
@@ -306,6 +307,7 @@ pub async fn start_on_shards_with(
         tasks.spawn(jobs.run(opts.concurrent_job_syncs));
     }
     if opts.controllers.cronjob {
+        tasks.spawn(record_cron_events);
         handlers.jobs.push(cronjobs.clone());
         handlers.cronjobs.push(cronjobs.clone());
         health.watch_queue("cronjob", {

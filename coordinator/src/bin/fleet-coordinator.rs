@@ -98,7 +98,7 @@ struct Args {
     /// Controllers the leader runs besides the fleet, as kube-controller-manager's flag: `podgc`
     /// (or `*`) runs PodGC, `-podgc` leaves it to kube-controller-manager (beside it, see
     /// docs/migration.md).
-    #[arg(long, default_value = "*", value_parser = parse_controllers)]
+    #[arg(long, default_value = "*", value_parser = parse_controllers, action = clap::ArgAction::Set, allow_hyphen_values = true)]
     controllers: bool,
 }
 

@@ -96,7 +96,8 @@ pub fn describe(obj: &Value) -> String {
     format!("{}/{}", obj["kind"].as_str().unwrap_or("?"), obj["metadata"]["name"].as_str().unwrap_or("?"))
 }
 
-/// A sim cluster of this test with its kubeconfig (and audit log) in a directory of its own.
+/// A sim cluster of this test with its kubeconfig (and audit log) in a directory of its own,
+/// removed at the end unless `BATCHFLEET_KEEP_SIM_DIR` is set.
 pub struct Sim {
     pub cluster: SimCluster,
     pub dir: tempfile::TempDir,
@@ -104,7 +105,12 @@ pub struct Sim {
 
 impl Sim {
     pub async fn start(config: SimConfig) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let mut dir = tempfile::tempdir().expect("tempdir");
+        // To look into a failure: the processes' logs and the audit log stay behind.
+        if std::env::var_os("BATCHFLEET_KEEP_SIM_DIR").is_some() {
+            dir.disable_cleanup(true);
+            eprintln!("the sim's directory (kept): {}", dir.path().display());
+        }
         let config = SimConfig { audit_log: Some(dir.path().join("audit.log")), ..config };
         let cluster = SimCluster::start(config).await.expect("the sim starts");
         cluster.write_kubeconfig(&dir.path().join("kubeconfig")).expect("kubeconfig");

@@ -463,13 +463,36 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     .await;
     drop(fleet);
 
-    // RBAC: the calls against the rules. The log is written by a thread of its own: wait until
-    // it holds the last write above (the "after" Job's status), and so everything before it.
+    // RBAC: the calls against the rules; everything before the "after" Job's status was logged.
+    check_calls_against(&sim, overlay, "team-a", "after").await;
+
+    // Metrics: every name the dashboard and the alerts use is exported.
+    let mut unknown = Vec::new();
+    for (what, expr) in queries() {
+        for metric in promql_metrics(&expr) {
+            if !exported.contains(&metric) {
+                unknown.push(format!("{what}: {metric} (in {expr})"));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "metrics no binary exports:\n{}\n\nexported: {exported:?}",
+        unknown.join("\n")
+    );
+}
+
+/// The calls `fleet-coordinator` and `fleet-worker` made, from the sim's audit log, against the
+/// rules `overlay` binds to them. The log is written by a thread of its own: it is read once it
+/// holds the status write of Job `namespace/last_job`, the last write of the work.
+async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job: &str) {
     let events = wait_until("the audit log caught up", Duration::from_secs(30), || async {
         let events = read_log(&sim.audit_log()).ok()?;
-        let caught_up = events
-            .iter()
-            .any(|e| e.object_ref.as_ref().is_some_and(|o| o.name == "after" && o.subresource == "status"));
+        let caught_up = events.iter().any(|e| {
+            e.object_ref
+                .as_ref()
+                .is_some_and(|o| o.namespace == namespace && o.name == last_job && o.subresource == "status")
+        });
         caught_up.then_some(events)
     })
     .await;
@@ -508,19 +531,95 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     let summary: Vec<String> =
         calls.iter().flat_map(|(who, calls)| calls.iter().map(move |c| format!("{who}: {c:?}"))).collect();
     assert!(failures.is_empty(), "{}\n\nevery call made:\n{}", failures.join("\n"), summary.join("\n"));
+}
 
-    // Metrics: every name the dashboard and the alerts use is exported.
-    let mut unknown = Vec::new();
-    for (what, expr) in queries() {
-        for metric in promql_metrics(&expr) {
-            if !exported.contains(&metric) {
-                unknown.push(format!("{what}: {metric} (in {expr})"));
-            }
-        }
+/// Beside kube-controller-manager the workers reconcile only the Jobs managed by batchfleet, and
+/// the coordinator runs no PodGC: the `beside-kcm` overlay grants exactly what that needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_kcm_the_fleets_calls_match_the_beside_kcm_overlays_rbac() {
+    const MANAGED_BY: &str = "batchfleet.io/job-controller";
+    let sim = Sim::start(SimConfig { nodes: 2, ..SimConfig::default() }).await;
+    let client = sim.client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in [NAMESPACE, "team-a"] {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+        namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
     }
-    assert!(
-        unknown.is_empty(),
-        "metrics no binary exports:\n{}\n\nexported: {exported:?}",
-        unknown.join("\n")
-    );
+    let mut fleet = Fleet::start(
+        &sim,
+        FleetSpec {
+            namespace: NAMESPACE,
+            shards: SHARDS,
+            coordinators: &["coordinator-0"],
+            workers: &["w-0", "w-1"],
+            worker_args: ["--controllers", "job", "--job-managed-by", MANAGED_BY].map(String::from).to_vec(),
+            coordinator_args: vec!["--controllers=-podgc".into()],
+        },
+    )
+    .await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "team-a");
+    let managed = |name: &str, mut spec: Value| {
+        spec["managedBy"] = json!(MANAGED_BY);
+        job(name, spec)
+    };
+    // Pod creations fail for a while: the same FailedCreate event again and again, which the
+    // recorder patches (its count) rather than creates.
+    let fail_creates = FaultRule {
+        verb: "create".into(),
+        resource: "pods".into(),
+        error_rates: vec![ErrorRate { code: 500, rate: 1.0 }],
+        ..FaultRule::default()
+    };
+    sim.cluster.faults().configure(FaultConfig { rules: vec![fail_creates], ..FaultConfig::default() });
+    let quick = json!({"sim.batchfleet.io/run": "100ms"});
+    jobs.create(
+        &PostParams::default(),
+        &managed("ok", json!({"completions": 2, "template": pod_template(quick.clone())})),
+    )
+    .await
+    .expect("create ok");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "team-a");
+    wait_until("a FailedCreate event counted twice", Duration::from_secs(60), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("FailedCreate") && e.count.unwrap_or(0) >= 2)
+            .then_some(())
+    })
+    .await;
+    sim.cluster.faults().configure(FaultConfig::default());
+    let failing = json!({"sim.batchfleet.io/run-by-index": "0=2s,1=forever", "sim.batchfleet.io/exit-code-by-index": "0=1"});
+    jobs.create(
+        &PostParams::default(),
+        &managed(
+            "fails",
+            json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed", "backoffLimit": 0,
+                   "template": pod_template(failing)}),
+        ),
+    )
+    .await
+    .expect("create fails");
+    wait_until("ok succeeds and fails fails", Duration::from_secs(90), || async {
+        let ok = jobs.get("ok").await.ok()?.status?.succeeded == Some(2);
+        let conditions = jobs.get("fails").await.ok()?.status?.conditions.unwrap_or_default();
+        let failed = conditions.iter().any(|c| c.type_ == "Failed" && c.status == "True");
+        (ok && failed).then_some(())
+    })
+    .await;
+    // The last write: a Job completes after the others.
+    jobs.create(&PostParams::default(), &managed("after", json!({"template": pod_template(quick)})))
+        .await
+        .expect("create after");
+    wait_until("a last Job completes", Duration::from_secs(60), || async {
+        (jobs.get("after").await.ok()?.status?.succeeded == Some(1)).then_some(())
+    })
+    .await;
+    // SIGTERM w-1: it asks to be drained, waits, and removes its lease.
+    let mut w1 = fleet.workers.remove(1).child;
+    signal(&w1, "-TERM");
+    let exited =
+        tokio::time::timeout(Duration::from_secs(60), w1.wait()).await.expect("w-1 exits").expect("reaped");
+    assert!(exited.success(), "w-1 exited with {exited}");
+    drop(fleet);
+    check_calls_against(&sim, "beside-kcm", "team-a", "after").await;
 }

@@ -50,7 +50,7 @@ struct Args {
     job_managed_by: String,
     /// Controllers to run: job, cronjob, ttl-after-finished; `*` for all, `-name` to leave one
     /// to kube-controller-manager.
-    #[arg(long, default_value = "*")]
+    #[arg(long, default_value = "*", allow_hyphen_values = true)]
     controllers: String,
     /// Where to serve /metrics, /readyz and /livez (/healthz).
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
