@@ -195,6 +195,20 @@ impl FleetState {
         for record in map.shards.values_mut() {
             record.moving_to = None;
         }
+        // The map is read from the store, where anyone with access may have edited it: a shard
+        // the fleet does not have would be counted unowned forever (and could be pinned).
+        let shard_count = map.shard_count;
+        let before = (map.shards.len(), map.pins.len());
+        map.shards.retain(|&shard, _| shard < shard_count);
+        map.pins.retain(|&shard, _| shard < shard_count);
+        if before != (map.shards.len(), map.pins.len()) {
+            tracing::warn!(
+                shard_count,
+                dropped_records = before.0 - map.shards.len(),
+                dropped_pins = before.1 - map.pins.len(),
+                "the stored shard map names shards beyond its shard count; they are ignored"
+            );
+        }
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {

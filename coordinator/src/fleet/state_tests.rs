@@ -433,3 +433,20 @@ fn a_drain_ends_when_the_drained_worker_stops_and_not_before() {
     let out = registered(&mut state, later, &live, &[("a", vec![])]);
     assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
 }
+
+/// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input: a stored map of 50 shards
+/// holding a record for shard 1768515945, owner "w1", epoch 7595718147998050665, moving to "w1",
+/// then one step with no workers): the record was kept, so 51 of 50 shards counted as without an
+/// acting owner. A stored record or pin beyond the shard count is now ignored.
+#[test]
+fn a_stored_record_beyond_the_shard_count_is_ignored() {
+    let now = Instant::now();
+    let mut stored = map(50, &[(1_768_515_945, "w1", 7_595_718_147_998_050_665), (3, "w1", 2)]);
+    stored.pins.insert(1_768_515_945, "w1".into());
+    stored.pins.insert(4, "w1".into());
+    let mut state = FleetState::new(stored, FleetConfig::default(), now);
+    state.step(&input(now, &[]));
+    assert_eq!(state.shards_without_acting_owner(), 50);
+    assert_eq!(state.map.shards.keys().copied().collect::<Vec<_>>(), [3]);
+    assert_eq!(state.map.pins.keys().copied().collect::<Vec<_>>(), [4]);
+}
