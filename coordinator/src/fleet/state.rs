@@ -428,7 +428,16 @@ impl FleetState {
         if from.as_ref() == Some(&to) {
             return;
         }
-        let epoch = record.epoch + 1;
+        // Epochs only grow, one per move; the last one exists only in a store edited by hand,
+        // and a shard at it cannot be given a larger one.
+        let Some(epoch) = record.epoch.checked_add(1) else {
+            tracing::error!(
+                shard = shard.0,
+                epoch = record.epoch,
+                "the shard's stored epoch cannot grow; it is not moved"
+            );
+            return;
+        };
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
         self.apply(actions, now, out);
@@ -518,7 +527,7 @@ impl FleetState {
                 (true, HeldPhase::Revoking) => {
                     kept.insert(h.shard);
                     self.gaps.stopped(h.shard, now);
-                    let epoch = record.epoch.max(h.epoch + 1);
+                    let epoch = record.epoch.max(h.epoch.saturating_add(1));
                     if epoch != record.epoch {
                         self.map.shards.insert(h.shard.0, ShardRecord { epoch, moving_to: None, ..record });
                         out.store = true;
