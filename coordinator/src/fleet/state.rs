@@ -202,6 +202,20 @@ impl FleetState {
         for record in map.shards.values_mut() {
             record.moving_to = None;
         }
+        // The map is read from the store, where anyone with access may have edited it: a shard
+        // the fleet does not have would be counted unowned forever (and could be pinned).
+        let shard_count = map.shard_count;
+        let before = (map.shards.len(), map.pins.len());
+        map.shards.retain(|&shard, _| shard < shard_count);
+        map.pins.retain(|&shard, _| shard < shard_count);
+        if before != (map.shards.len(), map.pins.len()) {
+            tracing::warn!(
+                shard_count,
+                dropped_records = before.0 - map.shards.len(),
+                dropped_pins = before.1 - map.pins.len(),
+                "the stored shard map names shards beyond its shard count; they are ignored"
+            );
+        }
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
@@ -434,7 +448,16 @@ impl FleetState {
         if from.as_ref() == Some(&to) {
             return;
         }
-        let epoch = record.epoch + 1;
+        // Epochs only grow, one per move; the last one exists only in a store edited by hand,
+        // and a shard at it cannot be given a larger one.
+        let Some(epoch) = record.epoch.checked_add(1) else {
+            tracing::error!(
+                shard = shard.0,
+                epoch = record.epoch,
+                "the shard's stored epoch cannot grow; it is not moved"
+            );
+            return;
+        };
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
         self.apply(actions, now, out);
@@ -524,7 +547,7 @@ impl FleetState {
                 (true, HeldPhase::Revoking) => {
                     kept.insert(h.shard);
                     self.gaps.stopped(h.shard, now);
-                    let epoch = record.epoch.max(h.epoch + 1);
+                    let epoch = record.epoch.max(h.epoch.saturating_add(1));
                     if epoch != record.epoch {
                         self.map.shards.insert(h.shard.0, ShardRecord { epoch, moving_to: None, ..record });
                         out.store = true;

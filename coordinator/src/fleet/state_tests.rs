@@ -462,3 +462,43 @@ fn a_drain_ends_when_the_drained_worker_stops_and_not_before() {
     let out = registered(&mut state, later, &live, &[("a", vec![])]);
     assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
 }
+
+/// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input: a stored map of 50 shards
+/// holding a record for shard 1768515945, owner "w1", epoch 7595718147998050665, moving to "w1",
+/// then one step with no workers): the record was kept, so 51 of 50 shards counted as without an
+/// acting owner. A stored record or pin beyond the shard count is now ignored.
+#[test]
+fn a_stored_record_beyond_the_shard_count_is_ignored() {
+    let now = Instant::now();
+    let mut stored = map(50, &[(1_768_515_945, "w1", 7_595_718_147_998_050_665), (3, "w1", 2)]);
+    stored.pins.insert(1_768_515_945, "w1".into());
+    stored.pins.insert(4, "w1".into());
+    let mut state = FleetState::new(stored, FleetConfig::default(), now);
+    state.step(&input(now, &[]));
+    assert_eq!(state.shards_without_acting_owner(), 50);
+    assert_eq!(state.map.shards.keys().copied().collect::<Vec<_>>(), [3]);
+    assert_eq!(state.map.pins.keys().copied().collect::<Vec<_>>(), [4]);
+}
+
+/// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input
+/// crash-3b260b53…: a stored record at epoch u64::MAX whose owner is gone, and a live worker):
+/// starting the move computed `epoch + 1` and overflowed. Such a shard is now left where it is,
+/// and a worker reporting it Revoking at that epoch is sent REVOKE without overflowing either.
+#[test]
+fn a_stored_epoch_that_cannot_grow_does_not_overflow() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut state = FleetState::new(map(2, &[(0, "a", u64::MAX), (1, "b", u64::MAX)]), config, now);
+    let out = registered(
+        &mut state,
+        now,
+        &[("a", WorkerHealth::Gone), ("b", LIVE), ("c", LIVE)],
+        &[("b", vec![held(1, u64::MAX, HeldPhase::Revoking)]), ("c", vec![])],
+    );
+    assert!(out.sends.contains(&(w("b"), Command::Revoke { shard: ShardId(1), epoch: u64::MAX })), "{out:?}");
+    assert!(
+        !out.sends.iter().any(|(_, c)| matches!(c, Command::Prepare { shard: ShardId(0), .. })),
+        "{out:?}"
+    );
+    assert_eq!(state.epoch(ShardId(0)), u64::MAX);
+}

@@ -120,8 +120,17 @@ pub fn shard_weight(objects: u64, reconciles_per_second: f64) -> f64 {
     1.0 + objects as f64 / 100.0 + rps
 }
 
+/// A shard's most units: about 4.3 million reconciles per second, far beyond any real shard. Loads
+/// are what workers report over the network; with the cap, the sum over even `u32::MAX` shards
+/// fits in `Units`, so a worker reporting an absurd load cannot overflow the totals.
+const MAX_SHARD_UNITS: Units = u32::MAX as Units;
+
 fn units(weight: f64) -> Units {
-    if weight.is_finite() && weight > 0.0 { ((weight * 1000.0).round() as Units).max(1) } else { 1000 }
+    if weight.is_finite() && weight > 0.0 {
+        ((weight * 1000.0).round() as Units).clamp(1, MAX_SHARD_UNITS)
+    } else {
+        1000
+    }
 }
 
 /// Places every shard; see the module documentation.

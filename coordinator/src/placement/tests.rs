@@ -221,3 +221,19 @@ proptest! {
         prop_assert_eq!(fleet.place().moves, Vec::new());
     }
 }
+
+/// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input
+/// crash-680ec75e…: a worker reported loads whose weights, in milli-units, saturated `u64`): the
+/// sum of the shards' weights overflowed (a panic with overflow checks, a wrapped total without).
+/// A reported load is now capped per shard, so absurd loads still place every shard.
+#[test]
+fn absurd_reported_loads_do_not_overflow_the_totals() {
+    let mut fleet = Fleet::new(4, workers(0..2));
+    for (s, load) in [(0, 1e300), (1, shard_weight(u64::MAX, f64::MAX)), (2, f64::INFINITY), (3, -1.0)] {
+        fleet.loads.insert(ShardId(s), load);
+    }
+    let placement = fleet.place();
+    assert_eq!(placement.target.len(), 4, "{placement:?}");
+    // The two capped shards weigh the same and so go to different workers.
+    assert_ne!(placement.target[&ShardId(0)], placement.target[&ShardId(1)], "{placement:?}");
+}

@@ -266,6 +266,12 @@ impl CronJobController {
 impl CronJobController {
     /// Records an event a sync under `epoch` decided on, about `cj`.
     fn publish(&self, epoch: Epoch, cj: &CronJob, e: &core::Event) {
+        // These leave the CronJob unscheduled until its spec changes: upstream logs them beside
+        // the event, and an operator reading only the logs should see why nothing runs.
+        if matches!(e.reason, "UnknownTimeZone" | "UnparseableSchedule" | "InvalidSchedule") {
+            let key = ObjectKey::of(&cj.metadata);
+            tracing::warn!(cronjob = %key, reason = e.reason, message = %e.message, "not scheduling the CronJob");
+        }
         self.events.publish(epoch, PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
     }
 

@@ -303,7 +303,11 @@ impl JobController {
         let fence = self.fence(&key.namespace, epoch);
         let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
         match fence.send_object(api.patch(&key.name, &PatchParams::default(), &patch)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                // No event upstream either; the log says where a stray pod's finalizer went.
+                tracing::info!(pod = %key, "removed the tracking finalizer of a pod no unfinished Job controls");
+                Ok(())
+            }
             Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(SyncFailure::Write(e)),
         }
