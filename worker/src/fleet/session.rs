@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_session_client::FleetSessionClient;
+use batchfleet_tls::client::ClientTransport;
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 
 use super::load::LoadMeter;
 use crate::runtime::protocol::ShardRuntime;
@@ -24,6 +25,8 @@ pub struct SessionConfig {
     /// Where the worker can be reached (its metrics address), for operators.
     pub address: String,
     pub heartbeat: Duration,
+    /// TLS with the worker's certificate, or plaintext under `--insecure`.
+    pub transport: ClientTransport,
 }
 
 /// How fast a shard's measured load forgets a burst; placement should follow sustained load.
@@ -86,8 +89,10 @@ async fn session(
     drained: &watch::Sender<bool>,
     health: &crate::health::Health,
 ) -> anyhow::Result<()> {
-    let channel =
-        Channel::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)).connect().await?;
+    let channel = config
+        .transport
+        .connect(Endpoint::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)))
+        .await?;
     let mut rpc = FleetSessionClient::new(channel);
     let loads = loads(&meter.lock());
     let registered = rpc
