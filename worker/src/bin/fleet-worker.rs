@@ -64,8 +64,8 @@ struct Args {
     /// S, the number of shards the key space is cut into (a power of two); standalone owns all.
     #[arg(long, default_value_t = 256)]
     shards: u32,
-    /// The coordinators' session addresses (`http://HOST:7400`), tried in turn; the leader
-    /// answers. Required unless --standalone.
+    /// The coordinators' session addresses (`https://HOST:7400`, `http://` with --insecure),
+    /// tried in turn; the leader answers. Required unless --standalone.
     #[arg(long, env = "FLEET_COORDINATOR", value_delimiter = ',')]
     coordinator: Vec<String>,
     /// TLS of the session with the coordinator: the worker's client certificate, and the CA the

@@ -71,7 +71,13 @@ pub async fn run(
         health.set_session(false);
         if let Err(e) = session {
             following = leader_hint(&e).filter(|leader| *leader != url);
-            tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
+            if refused(&e) {
+                // Retrying will not help until the certificate or the admin policy changes: an
+                // operator has to see this one.
+                tracing::warn!(coordinator = %url, error = %e, "session refused");
+            } else {
+                tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(300)) => {}
@@ -140,6 +146,11 @@ fn leader_hint(error: &anyhow::Error) -> Option<String> {
     let status = error.downcast_ref::<tonic::Status>()?;
     let hint = status.metadata().get(batchfleet_proto::LEADER_HINT)?.to_str().ok()?;
     Some(hint.to_string()).filter(|h| !h.is_empty())
+}
+
+/// Whether the coordinator refused this worker's certificate for its worker id.
+fn refused(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<tonic::Status>().is_some_and(|s| s.code() == tonic::Code::PermissionDenied)
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
