@@ -264,6 +264,33 @@ async fn admin_calls_are_authorized_by_the_certificates_identity() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_admin_policy_applies_to_the_next_call_without_a_restart() {
+    let mut fleet = Fleet::start().await;
+    let bob = fleet.client("bob");
+    let (ok, printed) = fleet.fleetctl(&bob, &["unpin", "3"]).await;
+    assert!(!ok, "bob may only read: {printed}");
+
+    // Replaced whole, as the kubelet updates a mounted ConfigMap.
+    let policy = fleet.dir.path().join("admin-policy.yaml");
+    let staged = fleet.dir.path().join("admin-policy.staged");
+    std::fs::write(&staged, "admin:\n  - identity: bob\n    access: write\n").expect("policy");
+    std::fs::rename(&staged, &policy).expect("replace");
+    let (ok, printed) = fleet.fleetctl(&bob, &["unpin", "3"]).await;
+    assert!(ok, "bob may write now: {printed}");
+    let alice = fleet.client("alice");
+    let (ok, printed) = fleet.fleetctl(&alice, &["status"]).await;
+    assert!(!ok && printed.contains("does not list"), "alice is no longer listed: {printed}");
+
+    // A broken edit keeps the last good policy.
+    std::fs::write(&staged, "admin:\n  - identity: bob\n    access: superuser\n").expect("policy");
+    std::fs::rename(&staged, &policy).expect("replace");
+    let (ok, printed) = fleet.fleetctl(&bob, &["unpin", "3"]).await;
+    assert!(ok, "the last good policy stays in force: {printed}");
+    assert!(fleet.log().contains("reload failed"), "{}", fleet.log());
+    assert!(fleet.coordinator.try_wait().expect("status").is_none(), "the coordinator was not restarted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_registers_only_as_the_id_its_certificate_names() {
     let fleet = Fleet::start().await;
     let alice = fleet.client("alice");
