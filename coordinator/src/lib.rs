@@ -1,6 +1,7 @@
 //! The batchfleet coordinator: shard placement, the hand-over state machine and the coordination
 //! store today; worker sessions, the admin API and PodGC land here with the fleet.
 
+pub mod authz;
 pub mod fleet;
 pub mod grpc_metrics;
 pub mod handover;

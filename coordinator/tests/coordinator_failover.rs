@@ -31,6 +31,7 @@ struct Coordinator {
 fn spawn_coordinator(kubeconfig: &Path, id: &str) -> Coordinator {
     let metrics = format!("127.0.0.1:{}", free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--insecure")
         .args(["--kubeconfig"])
         .arg(kubeconfig)
         .args(["--coordinator-id", id, "--metrics-addr", &metrics, "--listen", "127.0.0.1:0"])

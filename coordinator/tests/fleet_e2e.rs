@@ -77,6 +77,7 @@ fn spawn_coordinator(
 ) -> Child {
     let format = |d: Duration| humantime::format_duration(d).to_string();
     Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--insecure")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--coordinator-id", id, "--listen", listen, "--metrics-addr", "127.0.0.1:0"])
@@ -97,6 +98,7 @@ fn spawn_coordinator(
 
 fn spawn_worker(binary: &Path, kubeconfig: &Path, coordinator: &str, id: &str, extra: &[String]) -> Child {
     Command::new(binary)
+        .arg("--insecure")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--coordinator", coordinator, "--worker-id", id, "--metrics-addr", "127.0.0.1:0"])
@@ -588,7 +590,7 @@ fn owners(placement: &BTreeMap<u32, (String, u64)>) -> BTreeMap<&str, usize> {
 /// `fleetctl ARGS` against `admin`, the real binary; its exit status and what it printed.
 async fn fleetctl(admin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
     let out = Command::new(batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl"))
-        .args(["--admin", admin])
+        .args(["--insecure", "--admin", admin])
         .args(args)
         .output()
         .await

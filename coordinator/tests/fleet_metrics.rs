@@ -38,6 +38,7 @@ fn worker_binary() -> PathBuf {
 
 fn spawn_worker(binary: &Path, kubeconfig: &Path, coordinator: &str, id: &str) -> Child {
     Command::new(binary)
+        .arg("--insecure")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--coordinator", coordinator, "--worker-id", id, "--metrics-addr", "127.0.0.1:0"])
@@ -148,6 +149,7 @@ async fn metrics_report_each_hand_over_gap_and_the_unowned_time() {
     let url = format!("http://{listen}");
     let metrics_addr = format!("127.0.0.1:{}", free_port());
     let _coordinator = Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--insecure")
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--coordinator-id", "coordinator-0", "--listen", &listen, "--metrics-addr", &metrics_addr])

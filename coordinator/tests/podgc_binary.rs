@@ -89,6 +89,7 @@ async fn the_coordinator_binary_runs_upstreams_passes_against_the_sims_node_oper
 
     let metrics_addr = format!("127.0.0.1:{}", free_port());
     let _coordinator = Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--insecure")
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args([

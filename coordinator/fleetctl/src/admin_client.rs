@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
+use batchfleet_tls::client::ClientTransport;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
@@ -19,7 +20,11 @@ pub enum CommandError {
 }
 
 /// Runs `call` against the leader among `addresses`.
-pub async fn with_leader<T, F, Fut>(addresses: &[String], call: F) -> Result<T, CommandError>
+pub async fn with_leader<T, F, Fut>(
+    addresses: &[String],
+    transport: &ClientTransport,
+    call: F,
+) -> Result<T, CommandError>
 where
     F: Fn(FleetAdminClient<Channel>) -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
@@ -31,7 +36,7 @@ where
     while i < queue.len() {
         let address = queue[i].clone();
         i += 1;
-        let client = match connect(&address).await {
+        let client = match connect(&address, transport).await {
             Ok(c) => c,
             Err(e) => {
                 last = format!("{address}: {e}");
@@ -60,12 +65,17 @@ where
     Err(CommandError::NoLeader { tried: addresses.join(","), last })
 }
 
-async fn connect(address: &str) -> Result<FleetAdminClient<Channel>, tonic::transport::Error> {
-    let url = if address.contains("://") { address.to_string() } else { format!("http://{address}") };
-    let channel = Endpoint::from_shared(url)?
-        .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(30))
-        .connect()
-        .await?;
+async fn connect(
+    address: &str,
+    transport: &ClientTransport,
+) -> Result<FleetAdminClient<Channel>, tonic::transport::Error> {
+    let url = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("{}://{address}", transport.scheme())
+    };
+    let endpoint =
+        Endpoint::from_shared(url)?.connect_timeout(Duration::from_secs(3)).timeout(Duration::from_secs(30));
+    let channel = transport.connect(endpoint).await?;
     Ok(FleetAdminClient::new(channel))
 }

@@ -4,6 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use batchfleet_cron::preview;
+use batchfleet_tls::cli::ClientTlsArgs;
+use batchfleet_tls::client::ClientTransport;
 use clap::{Parser, Subcommand};
 
 mod admin_client;
@@ -29,6 +31,10 @@ struct Cli {
         value_delimiter = ','
     )]
     admin: Vec<String>,
+    /// TLS to the admin API: the operator's client certificate (its Common Name is the identity
+    /// the coordinator's admin policy authorizes) and the fleet's CA.
+    #[command(flatten)]
+    tls: ClientTlsArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table", global = true)]
     output: Format,
@@ -89,6 +95,13 @@ fn main() -> ExitCode {
     if let Command::Schedule { schedule, time_zone, from, count } = &cli.command {
         return schedule_command(schedule, time_zone.as_deref(), from.as_deref(), *count);
     }
+    let transport = match cli.tls.client_transport() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("fleetctl: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -96,7 +109,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(admin_command(&cli)) {
+    match runtime.block_on(admin_command(&cli, &transport)) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -109,50 +122,58 @@ fn main() -> ExitCode {
 }
 
 /// Runs an admin command against the leader; returns what to print.
-async fn admin_command(cli: &Cli) -> Result<String, CommandError> {
+async fn admin_command(cli: &Cli, transport: &ClientTransport) -> Result<String, CommandError> {
     let (admin, format) = (&cli.admin, cli.output);
     let worker = |w: &str| WorkerRequest { worker: w.to_string() };
     let to_worker = |shard: u32, w: &str| ShardToWorkerRequest { shard, worker: w.to_string() };
     Ok(match &cli.command {
         Command::Schedule { .. } => String::new(),
         Command::Status => output::status(
-            &with_leader(admin, |mut c| async move { c.status(StatusRequest {}).await }).await?,
+            &with_leader(admin, transport, |mut c| async move { c.status(StatusRequest {}).await }).await?,
             format,
         ),
         Command::Workers => {
-            let r = with_leader(admin, |mut c| async move { c.workers(WorkersRequest {}).await }).await?;
+            let r = with_leader(admin, transport, |mut c| async move { c.workers(WorkersRequest {}).await })
+                .await?;
             output::workers(&r.workers, format)
         }
         Command::Shards => {
-            let r = with_leader(admin, |mut c| async move { c.shards(ShardsRequest {}).await }).await?;
+            let r = with_leader(admin, transport, |mut c| async move { c.shards(ShardsRequest {}).await })
+                .await?;
             output::shards(&r.shards, format)
         }
         Command::Drain { worker: w } => {
-            let r = with_leader(admin, |mut c| async move { c.drain(worker(w)).await }).await?;
+            let r = with_leader(admin, transport, |mut c| async move { c.drain(worker(w)).await }).await?;
             output::reply(&r.message, format)
         }
         Command::Undrain { worker: w } => {
-            let r = with_leader(admin, |mut c| async move { c.undrain(worker(w)).await }).await?;
+            let r = with_leader(admin, transport, |mut c| async move { c.undrain(worker(w)).await }).await?;
             output::reply(&r.message, format)
         }
         Command::Rebalance { dry_run } => {
             let dry_run = *dry_run;
-            let r =
-                with_leader(admin, |mut c| async move { c.rebalance(RebalanceRequest { dry_run }).await })
-                    .await?;
+            let r = with_leader(admin, transport, |mut c| async move {
+                c.rebalance(RebalanceRequest { dry_run }).await
+            })
+            .await?;
             output::moves(&r.moves, format)
         }
         Command::Move { shard, worker: w } => {
-            let r = with_leader(admin, |mut c| async move { c.r#move(to_worker(*shard, w)).await }).await?;
+            let r =
+                with_leader(admin, transport, |mut c| async move { c.r#move(to_worker(*shard, w)).await })
+                    .await?;
             output::reply(&r.message, format)
         }
         Command::Pin { shard, worker: w } => {
-            let r = with_leader(admin, |mut c| async move { c.pin(to_worker(*shard, w)).await }).await?;
+            let r = with_leader(admin, transport, |mut c| async move { c.pin(to_worker(*shard, w)).await })
+                .await?;
             output::reply(&r.message, format)
         }
         Command::Unpin { shard } => {
             let shard = *shard;
-            let r = with_leader(admin, |mut c| async move { c.unpin(ShardRequest { shard }).await }).await?;
+            let r =
+                with_leader(admin, transport, |mut c| async move { c.unpin(ShardRequest { shard }).await })
+                    .await?;
             output::reply(&r.message, format)
         }
     })

@@ -224,7 +224,7 @@ struct Run {
 }
 
 async fn fleetctl(admin: &str, args: &[&str]) -> Run {
-    let mut all = vec!["--admin".to_string(), admin.to_string()];
+    let mut all = vec!["--insecure".to_string(), "--admin".to_string(), admin.to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     let out =
         tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetctl")).args(&all).output().await.expect("runs");

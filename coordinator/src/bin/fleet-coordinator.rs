@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use batchfleet_coordinator::authz::Authorizer;
 use batchfleet_coordinator::fleet::FleetShared;
 use batchfleet_coordinator::fleet::admin_service::AdminService;
 use batchfleet_coordinator::fleet::controller::{self, ControllerConfig};
@@ -25,7 +26,10 @@ use batchfleet_coordinator::store::{Candidate, CoordinationStore};
 use batchfleet_proto::v1::fleet_admin_server::FleetAdminServer;
 use batchfleet_proto::v1::fleet_session_server::FleetSessionServer;
 use batchfleet_store::cli::{StoreArgs, StoreKind};
+use batchfleet_tls::cli::{TlsArgs, Transport};
+use batchfleet_tls::server::ReloadingServerConfig;
 use clap::Parser;
+use futures::FutureExt;
 use tokio::sync::watch;
 
 /// Leader-elected coordinator of a batchfleet: while it leads, it places namespace shards on the
@@ -39,12 +43,21 @@ struct Args {
     /// gRPC listen address for worker sessions and the admin API (served with the fleet).
     #[arg(long, env = "FLEET_LISTEN", default_value = "0.0.0.0:7400")]
     listen: SocketAddr,
+    /// TLS of --listen: the coordinator's certificate, and the CA that workers' and operators'
+    /// client certificates must chain to (docs/security.md).
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// YAML file of the certificate identities (Common Names) allowed to read or change the
+    /// fleet through the admin API, and to register as any worker (docs/security.md); re-read
+    /// when it changes. Required with TLS.
+    #[arg(long, env = "FLEET_ADMIN_POLICY", value_name = "FILE")]
+    admin_policy: Option<PathBuf>,
     /// This coordinator's identity in leader election (default: the hostname).
     #[arg(long, env = "FLEET_COORDINATOR_ID")]
     coordinator_id: Option<String>,
     /// The URL workers and fleetctl reach this coordinator at, which a standby hands out as the
-    /// leader's (default: http:// and --listen, or $POD_IP, else the hostname, when --listen binds
-    /// every interface).
+    /// leader's (default: https:// (http:// with --insecure) and --listen, or $POD_IP, else the
+    /// hostname, when --listen binds every interface).
     #[arg(long, env = "FLEET_ADVERTISE_ADDRESS")]
     advertise_address: Option<String>,
     #[command(flatten)]
@@ -147,6 +160,13 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "info,hyper=warn".into()),
         )
         .init();
+    let grpc = match GrpcSecurity::from_args(&args) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("fleet-coordinator: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -154,7 +174,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args, timing)) {
+    match runtime.block_on(run(args, timing, grpc)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fleet-coordinator: {e:#}");
@@ -163,7 +183,40 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
+/// How --listen is served: plaintext or TLS, and who may call what.
+struct GrpcSecurity {
+    tls: Option<Arc<ReloadingServerConfig>>,
+    authorizer: Authorizer,
+}
+
+impl GrpcSecurity {
+    /// Reads the certificates and the policy once, so a mistake in them stops the start.
+    fn from_args(args: &Args) -> Result<Self, String> {
+        match args.tls.transport()? {
+            Transport::Insecure => {
+                if args.admin_policy.is_some() {
+                    return Err("--admin-policy needs TLS: under --insecure no caller is identified".into());
+                }
+                tracing::warn!(
+                    "--insecure: worker sessions and the admin API are plaintext and unauthenticated"
+                );
+                Ok(Self { tls: None, authorizer: Authorizer::Insecure })
+            }
+            Transport::Tls(files) => {
+                let policy = args.admin_policy.clone().ok_or(
+                    "TLS needs --admin-policy FILE: the identities allowed to use the admin API (docs/security.md)",
+                )?;
+                let authorizer =
+                    Authorizer::with_policy_file(policy).map_err(|e| format!("--admin-policy {e}"))?;
+                let config =
+                    batchfleet_tls::server::reloading_config(files).map_err(|e| format!("TLS: {e}"))?;
+                Ok(Self { tls: Some(Arc::new(config)), authorizer })
+            }
+        }
+    }
+}
+
+async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::Result<()> {
     let id = match args.coordinator_id.clone() {
         Some(id) => id,
         None => hostname().context("no --coordinator-id given and the hostname is unreadable")?,
@@ -201,7 +254,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
     let leadership = match args.store.store {
         StoreKind::Kubernetes => {
             let store = Arc::new(KubernetesStore::new(client.clone(), &args.store.namespace));
-            start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
+            start_fleet(store, &id, timing, fleet_config, &args, &grpc, &stop).await?
         }
         StoreKind::Etcd => {
             let store = Arc::new(
@@ -209,7 +262,7 @@ async fn run(args: Args, timing: ElectionTiming) -> anyhow::Result<()> {
                     || format!("connecting to etcd at {}", args.store.etcd_endpoints.join(",")),
                 )?,
             );
-            start_fleet(store, &id, timing, fleet_config, &args, &stop).await?
+            start_fleet(store, &id, timing, fleet_config, &args, &grpc, &stop).await?
         }
     };
     let (leadership, election) = leadership;
@@ -246,13 +299,15 @@ async fn start_fleet<S: CoordinationStore + 'static>(
     timing: ElectionTiming,
     config: ControllerConfig,
     args: &Args,
+    grpc: &GrpcSecurity,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<(Leadership, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding --listen {}", args.listen))?;
     let local = listener.local_addr()?;
-    let address = args.advertise_address.clone().unwrap_or_else(|| default_advertise_address(local));
+    let scheme = if grpc.tls.is_some() { "https" } else { "http" };
+    let address = args.advertise_address.clone().unwrap_or_else(|| default_advertise_address(scheme, local));
     tracing::info!(listen = %local, advertise = %address, "serving the fleet's sessions and admin API");
     let candidate = Candidate { id: id.to_string(), address };
     let (leadership, election) = leader::start(store.clone(), candidate, timing, stop.clone());
@@ -275,15 +330,26 @@ async fn start_fleet<S: CoordinationStore + 'static>(
             .register_encoded_file_descriptor_set(batchfleet_proto::v1::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
-    let server = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         .add_service(health)
         .add_service(reflection().build_v1()?)
         .add_service(reflection().build_v1alpha()?)
-        .add_service(FleetSessionServer::new(SessionService::new(shared.clone())))
-        .add_service(FleetAdminServer::new(AdminService::new(shared)))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async move {
-            let _ = server_stop.wait_for(|s| *s).await;
-        });
+        .add_service(FleetSessionServer::new(SessionService::new(shared.clone(), grpc.authorizer.clone())))
+        .add_service(FleetAdminServer::new(AdminService::new(shared, grpc.authorizer.clone())));
+    let shutdown = async move {
+        let _ = server_stop.wait_for(|s| *s).await;
+    };
+    let server = match &grpc.tls {
+        None => router
+            .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+            .boxed(),
+        Some(config) => router
+            .serve_with_incoming_shutdown(
+                batchfleet_tls::server::incoming(listener, config.clone()),
+                shutdown,
+            )
+            .boxed(),
+    };
     tokio::spawn(async move {
         if let Err(e) = server.await {
             tracing::error!(error = %e, "the gRPC server stopped");
@@ -292,12 +358,12 @@ async fn start_fleet<S: CoordinationStore + 'static>(
     Ok((leadership, election))
 }
 
-fn default_advertise_address(local: SocketAddr) -> String {
+fn default_advertise_address(scheme: &str, local: SocketAddr) -> String {
     if !local.ip().is_unspecified() {
-        return format!("http://{local}");
+        return format!("{scheme}://{local}");
     }
     let host = std::env::var("POD_IP").ok().filter(|ip| !ip.is_empty()).or_else(hostname);
-    format!("http://{}:{}", host.unwrap_or_else(|| "localhost".into()), local.port())
+    format!("{scheme}://{}:{}", host.unwrap_or_else(|| "localhost".into()), local.port())
 }
 
 fn hostname() -> Option<String> {

@@ -1,7 +1,8 @@
 //! `FleetAdmin`, the operators' API (`fleetctl`): status, workers and shards as the leader sees
 //! them; drain, undrain, rebalance, move, pin and unpin. Changes take effect at the controller's
 //! next step, through the same hand-over as any move. Unknown workers and shards out of range
-//! are INVALID_ARGUMENT and change nothing.
+//! are INVALID_ARGUMENT and change nothing. Every call is authorized first (`authz`), and every
+//! change is logged with its caller.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,15 +14,17 @@ use tonic::{Request, Response, Status};
 use super::controller::is_known;
 use super::state::{FleetState, ShardState, StepInput, WorkerHealth};
 use super::{FleetShared, not_leader};
+use crate::authz::{Access, Authorizer};
 use crate::ids::{ShardId, WorkerId};
 
 pub struct AdminService {
     shared: Arc<FleetShared>,
+    authorizer: Authorizer,
 }
 
 impl AdminService {
-    pub fn new(shared: Arc<FleetShared>) -> Self {
-        Self { shared }
+    pub fn new(shared: Arc<FleetShared>, authorizer: Authorizer) -> Self {
+        Self { shared, authorizer }
     }
 
     /// Runs `f` on the fleet state, if this coordinator leads and has loaded it.
@@ -78,7 +81,11 @@ fn reply(message: String) -> Result<Response<pb::AdminReply>, Status> {
 
 #[tonic::async_trait]
 impl FleetAdmin for AdminService {
-    async fn status(&self, _: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
+    async fn status(
+        &self,
+        request: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusResponse>, Status> {
+        self.authorizer.admin(&request, "status", Access::Read)?;
         let workers = self.shared.workers.lock().values().filter(|s| s.health != WorkerHealth::Gone).count();
         self.with_state(|state| {
             let mut by_state: BTreeMap<String, u32> = BTreeMap::new();
@@ -96,7 +103,11 @@ impl FleetAdmin for AdminService {
         })
     }
 
-    async fn workers(&self, _: Request<pb::WorkersRequest>) -> Result<Response<pb::WorkersResponse>, Status> {
+    async fn workers(
+        &self,
+        request: Request<pb::WorkersRequest>,
+    ) -> Result<Response<pb::WorkersResponse>, Status> {
+        self.authorizer.admin(&request, "workers", Access::Read)?;
         let seen = self.shared.workers.lock().clone();
         let loads = self.shared.hub.loads();
         self.with_state(|state| {
@@ -133,7 +144,11 @@ impl FleetAdmin for AdminService {
         })
     }
 
-    async fn shards(&self, _: Request<pb::ShardsRequest>) -> Result<Response<pb::ShardsResponse>, Status> {
+    async fn shards(
+        &self,
+        request: Request<pb::ShardsRequest>,
+    ) -> Result<Response<pb::ShardsResponse>, Status> {
+        self.authorizer.admin(&request, "shards", Access::Read)?;
         let loads = self.shared.hub.loads();
         self.with_state(|state| {
             let shards = (0..state.shard_count())
@@ -159,7 +174,9 @@ impl FleetAdmin for AdminService {
     }
 
     async fn drain(&self, request: Request<pb::WorkerRequest>) -> Result<Response<pb::AdminReply>, Status> {
+        let caller = self.authorizer.drain(&request, &request.get_ref().worker)?;
         let worker = self.known_worker(&request.into_inner().worker)?;
+        tracing::info!(%caller, %worker, "admin call: drain");
         self.with_state(|state| {
             state.set_draining(&worker, true);
             Ok(())
@@ -169,7 +186,9 @@ impl FleetAdmin for AdminService {
     }
 
     async fn undrain(&self, request: Request<pb::WorkerRequest>) -> Result<Response<pb::AdminReply>, Status> {
+        let caller = self.authorizer.admin(&request, "undrain", Access::Write)?;
         let worker = self.known_worker(&request.into_inner().worker)?;
+        tracing::info!(%caller, %worker, "admin call: undrain");
         self.with_state(|state| {
             state.set_draining(&worker, false);
             Ok(())
@@ -181,7 +200,13 @@ impl FleetAdmin for AdminService {
         &self,
         request: Request<pb::RebalanceRequest>,
     ) -> Result<Response<pb::RebalanceResponse>, Status> {
-        let dry_run = request.into_inner().dry_run;
+        let dry_run = request.get_ref().dry_run;
+        // A dry run changes nothing: what a reader may see.
+        let access = if dry_run { Access::Read } else { Access::Write };
+        let caller = self.authorizer.admin(&request, "rebalance", access)?;
+        if !dry_run {
+            tracing::info!(%caller, "admin call: rebalance");
+        }
         let input = self.placement_input();
         let moves = self.with_state(|state| {
             let planned = state.plan(&input, true);
@@ -207,8 +232,10 @@ impl FleetAdmin for AdminService {
         &self,
         request: Request<pb::ShardToWorkerRequest>,
     ) -> Result<Response<pb::AdminReply>, Status> {
+        let caller = self.authorizer.admin(&request, "move", Access::Write)?;
         let r = request.into_inner();
         let worker = self.known_worker(&r.worker)?;
+        tracing::info!(%caller, shard = r.shard, %worker, "admin call: move");
         let shard = self.with_state(|state| {
             let shard = Self::shard_in_range(state, r.shard)?;
             state.request_move(shard, worker.clone());
@@ -221,8 +248,10 @@ impl FleetAdmin for AdminService {
         &self,
         request: Request<pb::ShardToWorkerRequest>,
     ) -> Result<Response<pb::AdminReply>, Status> {
+        let caller = self.authorizer.admin(&request, "pin", Access::Write)?;
         let r = request.into_inner();
         let worker = self.known_worker(&r.worker)?;
+        tracing::info!(%caller, shard = r.shard, %worker, "admin call: pin");
         let shard = self.with_state(|state| {
             let shard = Self::shard_in_range(state, r.shard)?;
             state.pin(shard, Some(&worker));
@@ -232,7 +261,9 @@ impl FleetAdmin for AdminService {
     }
 
     async fn unpin(&self, request: Request<pb::ShardRequest>) -> Result<Response<pb::AdminReply>, Status> {
+        let caller = self.authorizer.admin(&request, "unpin", Access::Write)?;
         let r = request.into_inner();
+        tracing::info!(%caller, shard = r.shard, "admin call: unpin");
         let shard = self.with_state(|state| {
             let shard = Self::shard_in_range(state, r.shard)?;
             state.pin(shard, None);

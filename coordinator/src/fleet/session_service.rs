@@ -1,6 +1,7 @@
 //! `FleetSession`: registration, heartbeats with per-shard load, the command stream and
 //! acknowledgements. Only the leader serves it; a standby answers FAILED_PRECONDITION so a
-//! worker tries its next coordinator address.
+//! worker tries its next coordinator address. Each call is authorized for the worker it is
+//! for (`authz`): registration by the worker id, later calls by the session's worker.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,15 +15,28 @@ use tonic::{Request, Response, Status};
 
 use super::state::{Ack, HeldPhase, HeldShard, Step};
 use super::{FleetShared, not_leader};
+use crate::authz::Authorizer;
 use crate::ids::{ShardId, WorkerId};
 
 pub struct SessionService {
     shared: Arc<FleetShared>,
+    authorizer: Authorizer,
 }
 
 impl SessionService {
-    pub fn new(shared: Arc<FleetShared>) -> Self {
-        Self { shared }
+    pub fn new(shared: Arc<FleetShared>, authorizer: Authorizer) -> Self {
+        Self { shared, authorizer }
+    }
+
+    /// The worker of `session`, if the caller may act as it.
+    fn session_worker<T>(&self, request: &Request<T>, session: u64) -> Result<WorkerId, Status> {
+        let worker = self
+            .shared
+            .hub
+            .worker_of(session)
+            .ok_or_else(|| Status::not_found("unknown session: register again"))?;
+        self.authorizer.worker(request, &worker.0)?;
+        Ok(worker)
     }
 
     fn lead(&self) -> Result<u32, Status> {
@@ -48,10 +62,11 @@ impl FleetSession for SessionService {
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let shard_count = self.lead()?;
-        let r = request.into_inner();
-        if r.worker_id.is_empty() {
+        if request.get_ref().worker_id.is_empty() {
             return Err(Status::invalid_argument("worker_id is required"));
         }
+        let caller = self.authorizer.worker(&request, &request.get_ref().worker_id)?;
+        let r = request.into_inner();
         let held = r
             .held
             .iter()
@@ -67,7 +82,7 @@ impl FleetSession for SessionService {
             .collect();
         let worker = WorkerId(r.worker_id.clone());
         let session_id = self.shared.hub.register(worker, held, &r.loads);
-        tracing::info!(worker = %r.worker_id, address = %r.address, session_id, held = r.held.len(), "worker registered");
+        tracing::info!(worker = %r.worker_id, %caller, address = %r.address, session_id, held = r.held.len(), "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             session_id,
             shard_count,
@@ -80,6 +95,7 @@ impl FleetSession for SessionService {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         self.lead()?;
+        self.session_worker(&request, request.get_ref().session_id)?;
         let r = request.into_inner();
         if !self.shared.hub.heartbeat(r.session_id, &r.loads) {
             return Err(Status::not_found("unknown session: register again"));
@@ -94,7 +110,8 @@ impl FleetSession for SessionService {
         request: Request<pb::CommandStreamRequest>,
     ) -> Result<Response<Self::CommandsStream>, Status> {
         self.lead()?;
-        let session = request.into_inner().session_id;
+        let session = request.get_ref().session_id;
+        self.session_worker(&request, session)?;
         let rx = self
             .shared
             .hub
@@ -106,12 +123,8 @@ impl FleetSession for SessionService {
 
     async fn acknowledge(&self, request: Request<pb::Ack>) -> Result<Response<pb::AckResponse>, Status> {
         self.lead()?;
+        let worker = self.session_worker(&request, request.get_ref().session_id)?;
         let r = request.into_inner();
-        let worker = self
-            .shared
-            .hub
-            .worker_of(r.session_id)
-            .ok_or_else(|| Status::not_found("unknown session: register again"))?;
         let assignment = r.assignment.ok_or_else(|| Status::invalid_argument("assignment is required"))?;
         let step = match pb::Step::try_from(r.step) {
             Ok(pb::Step::Prepared) => Step::Prepared,

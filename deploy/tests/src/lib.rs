@@ -151,8 +151,11 @@ pub async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
 /// `fleetctl --admin ADMIN -o json ARGS…`, parsed; `None` when it fails.
 pub fn fleetctl(admin: &str, args: &[&str]) -> Option<Value> {
     let binary = batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl");
-    let out =
-        std::process::Command::new(binary).args(["--admin", admin, "-o", "json"]).args(args).output().ok()?;
+    let out = std::process::Command::new(binary)
+        .args(["--insecure", "--admin", admin, "-o", "json"])
+        .args(args)
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
@@ -222,6 +225,7 @@ impl Fleet {
         // The flags both binaries take: the API server, the store's namespace, S, identity, metrics.
         let common = |(id_flag, id): (&str, &str), metrics: &str| -> Vec<String> {
             [
+                "--insecure",
                 "--kubeconfig",
                 &kubeconfig,
                 id_flag,

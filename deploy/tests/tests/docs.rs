@@ -240,6 +240,9 @@ async fn the_how_tos_commands_work_as_written_against_the_sim() {
                 .env("KUBECONFIG", &kubeconfig)
                 .env("KUBECACHEDIR", kubeconfig.with_file_name("kube-cache"))
                 .env("FLEET_ADMIN", &fleet.admin)
+                // The test fleet is plaintext (`Fleet::start`); the how-tos are written for TLS
+                // flags given by the operator's environment.
+                .env("FLEET_INSECURE", "true")
                 .env("AUDIT_LOG", sim.audit_log())
                 .kill_on_drop(true)
                 .output();

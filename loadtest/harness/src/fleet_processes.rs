@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use batchfleet_proto::v1 as pb;
+use batchfleet_tls::client::ClientTransport;
+
+use crate::fleet_tls::FleetPki;
 use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
 use tokio::process::{Child, Command};
 
@@ -20,6 +25,8 @@ pub struct FleetProcesses {
     pub log_dir: PathBuf,
     /// What starts one more worker (`spawn_worker`).
     launch: WorkerLaunch,
+    /// How the harness itself reaches the admin API.
+    admin_transport: ClientTransport,
 }
 
 /// How the fleet's workers are started, kept to start more (a join, a restart).
@@ -27,6 +34,8 @@ struct WorkerLaunch {
     binary: PathBuf,
     kubeconfig: PathBuf,
     flags: Vec<String>,
+    /// Each worker's certificate under `--tls`; `--insecure` without.
+    pki: Option<Arc<FleetPki>>,
 }
 
 /// How many of each, and the timing flags the benchmarks and scenarios vary.
@@ -41,6 +50,9 @@ pub struct FleetLayout {
     pub common_flags: Vec<String>,
     pub coordinator_flags: Vec<String>,
     pub worker_flags: Vec<String>,
+    /// TLS with a throwaway CA whose files go into this directory; plaintext (`--insecure`)
+    /// when `None`.
+    pub tls_dir: Option<PathBuf>,
 }
 
 impl Default for FleetLayout {
@@ -53,6 +65,7 @@ impl Default for FleetLayout {
             common_flags: Vec::new(),
             coordinator_flags: Vec::new(),
             worker_flags: Vec::new(),
+            tls_dir: None,
         }
     }
 }
@@ -100,6 +113,18 @@ pub async fn start(
     let coordinator_bin = sibling_binary("fleet-coordinator", "batchfleet-coordinator")?;
     let worker_bin = sibling_binary("fleet-worker", "batchfleet-worker")?;
     let shards = layout.shards.to_string();
+    let pki = match &layout.tls_dir {
+        Some(dir) => Some(Arc::new(FleetPki::generate(dir).context("writing the fleet's certificates")?)),
+        None => None,
+    };
+    let (transport_flags, scheme) = match &pki {
+        Some(pki) => (pki.coordinator_flags(), "https"),
+        None => (vec!["--insecure".to_string()], "http"),
+    };
+    let admin_transport = match &pki {
+        Some(pki) => pki.admin_transport()?,
+        None => ClientTransport::Insecure,
+    };
     let mut admin_urls = Vec::new();
     let mut coordinators = Vec::new();
     for i in 0..layout.coordinators.max(1) {
@@ -111,6 +136,7 @@ pub async fn start(
             .arg(kubeconfig)
             .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", "127.0.0.1:0"])
             .args(["--shards", &shards])
+            .args(&transport_flags)
             .args(&layout.common_flags)
             .args(&layout.coordinator_flags)
             .stdout(Stdio::null())
@@ -118,7 +144,7 @@ pub async fn start(
             .kill_on_drop(true)
             .spawn()
             .context("starting fleet-coordinator")?;
-        admin_urls.push(format!("http://{listen}"));
+        admin_urls.push(format!("{scheme}://{listen}"));
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
@@ -128,9 +154,10 @@ pub async fn start(
     );
     flags.extend(layout.common_flags.iter().cloned());
     flags.extend(layout.worker_flags.iter().cloned());
-    let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags };
+    let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };
     let mut fleet = FleetProcesses {
         admin_urls,
+        admin_transport,
         coordinators,
         workers: Vec::new(),
         log_dir: log_dir.to_path_buf(),
@@ -208,10 +235,15 @@ impl FleetProcesses {
     /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`.
     pub fn spawn_worker(&self, id: &str) -> anyhow::Result<Child> {
         let launch = &self.launch;
+        let transport_flags = match &launch.pki {
+            Some(pki) => pki.worker_flags(id)?,
+            None => vec!["--insecure".to_string()],
+        };
         Command::new(&launch.binary)
             .arg("--kubeconfig")
             .arg(&launch.kubeconfig)
             .args(["--worker-id", id])
+            .args(&transport_flags)
             .args(&launch.flags)
             .stdout(Stdio::null())
             .stderr(log_file(&self.log_dir, id)?)
@@ -220,12 +252,21 @@ impl FleetProcesses {
             .with_context(|| format!("starting fleet-worker {id}"))
     }
 
+    /// The transport flags fleetctl needs for this fleet.
+    pub fn fleetctl_flags(&self) -> Vec<String> {
+        match &self.launch.pki {
+            Some(pki) => pki.fleetctl_flags(),
+            None => vec!["--insecure".to_string()],
+        }
+    }
+
     /// The admin API of whichever coordinator leads.
     pub async fn admin(&self) -> Option<FleetAdminClient<tonic::transport::Channel>> {
         for url in &self.admin_urls {
-            if let Ok(mut rpc) = FleetAdminClient::connect(url.clone()).await
-                && rpc.status(pb::StatusRequest {}).await.is_ok()
-            {
+            let Ok(endpoint) = tonic::transport::Endpoint::from_shared(url.clone()) else { continue };
+            let Ok(channel) = self.admin_transport.connect(endpoint).await else { continue };
+            let mut rpc = FleetAdminClient::new(channel);
+            if rpc.status(pb::StatusRequest {}).await.is_ok() {
                 return Some(rpc);
             }
         }

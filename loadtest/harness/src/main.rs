@@ -21,6 +21,7 @@ mod bench_placement;
 mod bench_podgc;
 mod bench_sim;
 mod fleet_processes;
+mod fleet_tls;
 mod plot;
 mod proc_stat;
 mod quickstart;
@@ -89,6 +90,11 @@ struct UpArgs {
     /// coordinator, no fleetctl).
     #[arg(long)]
     standalone: bool,
+    /// Run the fleet's gRPC over TLS with client certificates: a throwaway CA, the
+    /// coordinator's, each worker's and fleetctl's certificates are written next to the
+    /// kubeconfig (`tls/`), and the fleetctl command line printed with its flags.
+    #[arg(long, conflicts_with = "standalone")]
+    tls: bool,
 }
 
 fn main() -> ExitCode {
@@ -121,8 +127,11 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Sim(args) => run_sim(args, None).await,
             Command::Up(args) => {
-                let mode =
-                    if args.standalone { quickstart::Mode::Standalone } else { quickstart::Mode::Fleet };
+                let mode = if args.standalone {
+                    quickstart::Mode::Standalone
+                } else {
+                    quickstart::Mode::Fleet { tls: args.tls }
+                };
                 run_sim(args.sim, Some(mode)).await
             }
             // Dispatched above, before the tracing set-up that it does differently.

@@ -102,8 +102,9 @@ fn is_finished(job: &Job) -> bool {
 /// What runs the controllers beside the sim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// A coordinator and three workers, each a process.
-    Fleet,
+    /// A coordinator and three workers, each a process; their gRPC over TLS with a throwaway CA
+    /// when `tls`, else plaintext.
+    Fleet { tls: bool },
     /// One `fleet-worker --standalone` process that owns every shard.
     Standalone,
 }
@@ -119,16 +120,22 @@ impl Controllers {
     async fn start(mode: Mode, kubeconfig: &Path) -> anyhow::Result<Self> {
         let log_dir = kubeconfig.parent().unwrap_or(Path::new(".")).join("fleet-logs");
         match mode {
-            Mode::Fleet => {
-                let fleet = fleet_processes::start(kubeconfig, &FleetLayout::default(), &log_dir).await?;
+            Mode::Fleet { tls } => {
+                let tls_dir = kubeconfig.parent().unwrap_or(Path::new(".")).join("tls");
+                let layout = FleetLayout { tls_dir: tls.then(|| tls_dir.clone()), ..FleetLayout::default() };
+                let fleet = fleet_processes::start(kubeconfig, &layout, &log_dir).await?;
                 println!("fleet: coordinator-0 and workers w-0, w-1, w-2 (logs in {})", log_dir.display());
                 // Generous: a debug build on a busy machine places 256 shards in about a minute.
                 fleet.wait_placed(Duration::from_secs(240)).await?;
                 for w in fleet.workers().await {
                     println!("  {:<6} {} shards", w.name, w.shards);
                 }
+                if tls {
+                    println!("TLS: the CA, certificates and admin policy are in {}", tls_dir.display());
+                }
                 println!(
-                    "  fleetctl --admin {} workers | shards | drain w-0 | …",
+                    "  fleetctl {} --admin {} workers | shards | drain w-0 | …",
+                    fleet.fleetctl_flags().join(" "),
                     fleet.admin_urls.join(",")
                 );
                 Ok(Self::Fleet(fleet))

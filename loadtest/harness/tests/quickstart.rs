@@ -159,7 +159,7 @@ async fn loadtest_up_runs_the_fleet_and_finishes_every_demo_job() {
     // The three workers and the fleetctl commands to look at them were printed.
     let workers = seen.iter().filter(|l| l.trim_start().starts_with("w-") && l.ends_with(" shards")).count();
     assert_eq!(workers, 3, "{seen:#?}");
-    assert!(seen.iter().any(|l| l.contains("fleetctl --admin http://127.0.0.1:")), "{seen:#?}");
+    assert!(seen.iter().any(|l| l.contains("fleetctl --insecure --admin http://127.0.0.1:")), "{seen:#?}");
     assert!(seen.iter().any(|l| l.contains("kubectl -n demo get")), "{seen:#?}");
 
     let (demo_writers, all) = fleet_agents(&audit_events(&dir.path().join("audit.log")));
@@ -186,4 +186,57 @@ async fn loadtest_up_standalone_runs_one_worker_and_finishes_every_demo_job() {
     assert_eq!(demo_writers, standalone);
     assert_eq!(all, standalone);
     assert_interrupt_stops_everything(up, 1).await;
+}
+
+/// `loadtest up --tls`: the fleet runs over TLS with a throwaway CA, and the fleetctl command
+/// line it prints works as printed, while plaintext is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loadtest_up_tls_prints_a_fleetctl_command_line_that_works() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let process = Command::new(env!("CARGO_BIN_EXE_loadtest"))
+        .args(["up", "--tls", "--listen", &format!("127.0.0.1:{port}"), "--kubeconfig"])
+        .arg(dir.path().join("kubeconfig"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("loadtest up starts");
+    let mut up = Up { printed: Vec::new(), process };
+    let mut lines = BufReader::new(up.process.stdout.take().expect("stdout")).lines();
+    let printed = &mut up.printed;
+    let command = tokio::time::timeout(Duration::from_secs(300), async {
+        while let Some(line) = lines.next_line().await.expect("stdout readable") {
+            printed.push(line.clone());
+            if let Some(command) = line.trim().strip_prefix("fleetctl ") {
+                return Some(command.split(" workers |").next().unwrap_or_default().to_string());
+            }
+        }
+        None
+    })
+    .await;
+    let command =
+        command.ok().flatten().unwrap_or_else(|| panic!("no fleetctl line:\n{}", up.printed.join("\n")));
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    assert!(command.contains("--tls-cert") && command.contains("--admin https://127.0.0.1:"), "{command}");
+
+    let fleetctl = batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl");
+    let args: Vec<&str> = command.split_whitespace().collect();
+    let out =
+        Command::new(&fleetctl).args(&args).args(["workers", "-o", "json"]).output().await.expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let workers: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: BTreeSet<&str> =
+        workers.as_array().expect("list").iter().filter_map(|w| w["name"].as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["w-0", "w-1", "w-2"]));
+
+    let admin = args.iter().skip_while(|a| **a != "--admin").nth(1).expect("--admin URL");
+    let plaintext = admin.replace("https://", "http://");
+    let out = Command::new(&fleetctl)
+        .args(["--insecure", "--admin", &plaintext, "status"])
+        .output()
+        .await
+        .expect("runs");
+    assert!(!out.status.success(), "a plaintext fleetctl is refused");
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batchfleet_store::cli::{StoreArgs, StoreKind};
+use batchfleet_tls::cli::ClientTlsArgs;
+use batchfleet_tls::client::ClientTransport;
 use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::fleet::lease;
 use batchfleet_worker::fleet::session::{self, SessionConfig};
@@ -62,10 +64,15 @@ struct Args {
     /// S, the number of shards the key space is cut into (a power of two); standalone owns all.
     #[arg(long, default_value_t = 256)]
     shards: u32,
-    /// The coordinators' session addresses (`http://HOST:7400`), tried in turn; the leader
-    /// answers. Required unless --standalone.
+    /// The coordinators' session addresses (`https://HOST:7400`, `http://` with --insecure),
+    /// tried in turn; the leader answers. Required unless --standalone.
     #[arg(long, env = "FLEET_COORDINATOR", value_delimiter = ',')]
     coordinator: Vec<String>,
+    /// TLS of the session with the coordinator: the worker's client certificate, and the CA the
+    /// coordinator's certificate must chain to (docs/security.md). --standalone has no session
+    /// and ignores them.
+    #[command(flatten)]
+    tls: ClientTlsArgs,
     /// Where the worker renews its liveness lease: the same store as the coordinator's.
     #[command(flatten)]
     store: StoreArgs,
@@ -132,6 +139,17 @@ fn main() -> ExitCode {
         eprintln!("fleet-worker: the --concurrent-* flags must be at least 1 and --kube-api-qps at least 0");
         return ExitCode::from(2);
     }
+    let transport = if args.standalone {
+        ClientTransport::Insecure
+    } else {
+        match args.tls.client_transport() {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("fleet-worker: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    };
     let controllers = match args.controllers.parse() {
         Ok(c) => c,
         Err(e) => {
@@ -183,6 +201,7 @@ fn main() -> ExitCode {
         store: args.store.clone(),
         lease_duration: args.lease_duration,
         drain_timeout: args.drain_timeout,
+        transport,
     });
     runtime.block_on(async {
         let result = match fleet {
@@ -215,6 +234,7 @@ struct FleetFlags {
     store: StoreArgs,
     lease_duration: std::time::Duration,
     drain_timeout: std::time::Duration,
+    transport: ClientTransport,
 }
 
 /// A fleet worker: no shards until the coordinator gives them; a lease renewed in the store; on
@@ -267,6 +287,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         worker_id: worker_id.clone(),
         address: worker.metrics_addr.to_string(),
         heartbeat: std::time::Duration::from_secs(1),
+        transport: flags.transport.clone(),
     };
     tokio::spawn(session::run(
         config,
@@ -284,7 +305,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         }
         _ = terminated() => {
             tracing::info!("asked to stop: draining first");
-            ask_to_drain(&flags.coordinators, &worker_id).await;
+            ask_to_drain(&flags.coordinators, &flags.transport, &worker_id).await;
             if tokio::time::timeout(flags.drain_timeout, drained.wait_for(|d| *d)).await.is_err() {
                 tracing::warn!(timeout = ?flags.drain_timeout, "not drained in time; stopping every shard");
             }
@@ -310,11 +331,13 @@ fn spawn_lease<S: batchfleet_store::CoordinationStore + 'static>(
 }
 
 /// Asks whichever coordinator leads to drain this worker.
-async fn ask_to_drain(coordinators: &[String], worker: &str) {
+async fn ask_to_drain(coordinators: &[String], transport: &ClientTransport, worker: &str) {
     use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
     for url in coordinators {
         let Ok(endpoint) = tonic::transport::Endpoint::from_shared(url.clone()) else { continue };
-        let Ok(channel) = endpoint.connect_timeout(std::time::Duration::from_secs(2)).connect().await else {
+        let Ok(channel) =
+            transport.connect(endpoint.connect_timeout(std::time::Duration::from_secs(2))).await
+        else {
             continue;
         };
         let request = batchfleet_proto::v1::WorkerRequest { worker: worker.to_string() };

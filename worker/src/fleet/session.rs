@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_session_client::FleetSessionClient;
+use batchfleet_tls::client::ClientTransport;
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 
 use super::load::LoadMeter;
 use crate::runtime::protocol::ShardRuntime;
@@ -24,6 +25,8 @@ pub struct SessionConfig {
     /// Where the worker can be reached (its metrics address), for operators.
     pub address: String,
     pub heartbeat: Duration,
+    /// TLS with the worker's certificate, or plaintext under `--insecure`.
+    pub transport: ClientTransport,
 }
 
 /// How fast a shard's measured load forgets a burst; placement should follow sustained load.
@@ -68,7 +71,13 @@ pub async fn run(
         health.set_session(false);
         if let Err(e) = session {
             following = leader_hint(&e).filter(|leader| *leader != url);
-            tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
+            if refused(&e) {
+                // Retrying will not help until the certificate or the admin policy changes: an
+                // operator has to see this one.
+                tracing::warn!(coordinator = %url, error = %e, "session refused");
+            } else {
+                tracing::debug!(coordinator = %url, error = %e, leader = ?following, "session ended");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(300)) => {}
@@ -86,8 +95,10 @@ async fn session(
     drained: &watch::Sender<bool>,
     health: &crate::health::Health,
 ) -> anyhow::Result<()> {
-    let channel =
-        Channel::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)).connect().await?;
+    let channel = config
+        .transport
+        .connect(Endpoint::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)))
+        .await?;
     let mut rpc = FleetSessionClient::new(channel);
     let loads = loads(&meter.lock());
     let registered = rpc
@@ -135,6 +146,11 @@ fn leader_hint(error: &anyhow::Error) -> Option<String> {
     let status = error.downcast_ref::<tonic::Status>()?;
     let hint = status.metadata().get(batchfleet_proto::LEADER_HINT)?.to_str().ok()?;
     Some(hint.to_string()).filter(|h| !h.is_empty())
+}
+
+/// Whether the coordinator refused this worker's certificate for its worker id.
+fn refused(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<tonic::Status>().is_some_and(|s| s.code() == tonic::Code::PermissionDenied)
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

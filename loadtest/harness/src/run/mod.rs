@@ -107,6 +107,7 @@ impl Controllers {
                 format(leader / 10),
             ],
             worker_flags,
+            tls_dir: None,
         };
         let processes = fleet_processes::start(kubeconfig, &layout, logs).await?;
         for (i, c) in processes.coordinators.iter().enumerate() {
