@@ -16,6 +16,7 @@ use batchfleet_coordinator::fleet::controller::{self, ControllerConfig};
 use batchfleet_coordinator::fleet::metrics::FleetMetrics;
 use batchfleet_coordinator::fleet::session_service::SessionService;
 use batchfleet_coordinator::fleet::state::FleetConfig;
+use batchfleet_coordinator::grpc_metrics::{GrpcMetricsLayer, GrpcServerMetrics};
 use batchfleet_coordinator::kube_client;
 use batchfleet_coordinator::leader::{self, ElectionTiming, Leadership};
 use batchfleet_coordinator::metrics_endpoint;
@@ -102,6 +103,10 @@ struct Args {
     #[arg(long, default_value_t = batchfleet_coordinator::fleet::hub::DEFAULT_COMMAND_QUEUE,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     session_command_queue: usize,
+    /// The largest gRPC message the coordinator reads or writes, in bytes (tonic's default); a
+    /// larger one ends its call with OUT_OF_RANGE (grpc_server_handled_total counts it).
+    #[arg(long, default_value_t = batchfleet_coordinator::grpc_metrics::DEFAULT_MAX_MESSAGE_SIZE)]
+    grpc_max_message_size: usize,
     /// How often PodGC runs.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     podgc_period: Duration,
@@ -183,6 +188,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// How --listen is served and counted.
+struct GrpcServing<'a> {
+    security: &'a GrpcSecurity,
+    metrics: GrpcServerMetrics,
+}
+
 /// How --listen is served: plaintext or TLS, and who may call what.
 struct GrpcSecurity {
     tls: Option<Arc<ReloadingServerConfig>>,
@@ -251,10 +262,11 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
         fleet: FleetConfig { prepare_timeout: args.prepare_timeout, ..FleetConfig::default() },
         metrics: Some(FleetMetrics::register(&registry)?),
     };
+    let serving = GrpcServing { security: &grpc, metrics: GrpcServerMetrics::register(&registry)? };
     let leadership = match args.store.store {
         StoreKind::Kubernetes => {
             let store = Arc::new(KubernetesStore::new(client.clone(), &args.store.namespace));
-            start_fleet(store, &id, timing, fleet_config, &args, &grpc, &stop).await?
+            start_fleet(store, &id, timing, fleet_config, &args, &serving, &stop).await?
         }
         StoreKind::Etcd => {
             let store = Arc::new(
@@ -262,7 +274,7 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
                     || format!("connecting to etcd at {}", args.store.etcd_endpoints.join(",")),
                 )?,
             );
-            start_fleet(store, &id, timing, fleet_config, &args, &grpc, &stop).await?
+            start_fleet(store, &id, timing, fleet_config, &args, &serving, &stop).await?
         }
     };
     let (leadership, election) = leadership;
@@ -299,9 +311,10 @@ async fn start_fleet<S: CoordinationStore + 'static>(
     timing: ElectionTiming,
     config: ControllerConfig,
     args: &Args,
-    grpc: &GrpcSecurity,
+    serving: &GrpcServing<'_>,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<(Leadership, tokio::task::JoinHandle<()>)> {
+    let grpc = serving.security;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding --listen {}", args.listen))?;
@@ -330,12 +343,20 @@ async fn start_fleet<S: CoordinationStore + 'static>(
             .register_encoded_file_descriptor_set(batchfleet_proto::v1::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
+    let limit = args.grpc_max_message_size;
+    let sessions = FleetSessionServer::new(SessionService::new(shared.clone(), grpc.authorizer.clone()))
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(limit);
+    let admin = FleetAdminServer::new(AdminService::new(shared, grpc.authorizer.clone()))
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(limit);
     let router = tonic::transport::Server::builder()
+        .layer(GrpcMetricsLayer::new(serving.metrics.clone()))
         .add_service(health)
         .add_service(reflection().build_v1()?)
         .add_service(reflection().build_v1alpha()?)
-        .add_service(FleetSessionServer::new(SessionService::new(shared.clone(), grpc.authorizer.clone())))
-        .add_service(FleetAdminServer::new(AdminService::new(shared, grpc.authorizer.clone())));
+        .add_service(sessions)
+        .add_service(admin);
     let shutdown = async move {
         let _ = server_stop.wait_for(|s| *s).await;
     };

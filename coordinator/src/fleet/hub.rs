@@ -184,6 +184,10 @@ impl SessionHub {
     }
 }
 
+fn weights(loads: &[pb::ShardLoad]) -> BTreeMap<u32, f64> {
+    loads.iter().map(|l| (l.shard, shard_weight(l.objects, l.reconciles_per_second))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,8 +226,4 @@ mod tests {
         let _stream = hub.open_stream(again).expect("registered again");
         assert_eq!(hub.send(&worker, command(4)), Delivery::Queued);
     }
-}
-
-fn weights(loads: &[pb::ShardLoad]) -> BTreeMap<u32, f64> {
-    loads.iter().map(|l| (l.shard, shard_weight(l.objects, l.reconciles_per_second))).collect()
 }

@@ -82,6 +82,11 @@ struct Args {
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
+    /// The largest gRPC message the worker reads from or writes to the coordinator, in bytes
+    /// (tonic's default); a larger one ends the call with OUT_OF_RANGE and the session registers
+    /// again.
+    #[arg(long, default_value_t = batchfleet_worker::fleet::session::DEFAULT_MAX_MESSAGE_SIZE)]
+    grpc_max_message_size: usize,
     /// /livez fails (and a kubelet restarts the worker) when keys waited this long in a
     /// reconcile loop's queue and none of its syncs finished meanwhile.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
@@ -202,6 +207,7 @@ fn main() -> ExitCode {
         lease_duration: args.lease_duration,
         drain_timeout: args.drain_timeout,
         transport,
+        max_message_size: args.grpc_max_message_size,
     });
     runtime.block_on(async {
         let result = match fleet {
@@ -235,6 +241,7 @@ struct FleetFlags {
     lease_duration: std::time::Duration,
     drain_timeout: std::time::Duration,
     transport: ClientTransport,
+    max_message_size: usize,
 }
 
 /// A fleet worker: no shards until the coordinator gives them; a lease renewed in the store; on
@@ -288,6 +295,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         address: worker.metrics_addr.to_string(),
         heartbeat: std::time::Duration::from_secs(1),
         transport: flags.transport.clone(),
+        max_message_size: flags.max_message_size,
     };
     tokio::spawn(session::run(
         config,

@@ -27,7 +27,12 @@ pub struct SessionConfig {
     pub heartbeat: Duration,
     /// TLS with the worker's certificate, or plaintext under `--insecure`.
     pub transport: ClientTransport,
+    /// The largest gRPC message read or written (`--grpc-max-message-size`).
+    pub max_message_size: usize,
 }
+
+/// tonic's default limit on a gRPC message, and the coordinator's.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 
 /// How fast a shard's measured load forgets a burst; placement should follow sustained load.
 const LOAD_HALF_LIFE: Duration = Duration::from_secs(30);
@@ -99,7 +104,9 @@ async fn session(
         .transport
         .connect(Endpoint::from_shared(url.to_string())?.connect_timeout(Duration::from_secs(2)))
         .await?;
-    let mut rpc = FleetSessionClient::new(channel);
+    let mut rpc = FleetSessionClient::new(channel)
+        .max_decoding_message_size(config.max_message_size)
+        .max_encoding_message_size(config.max_message_size);
     let loads = loads(&meter.lock());
     let registered = rpc
         .register(pb::RegisterRequest {
