@@ -306,8 +306,12 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     )
     .await;
     let admin = fleet.admin.clone();
-    let owners = fleet.settled_owners().expect("settled");
-    assert!(owners.values().any(|o| o == "w-0") && owners.values().any(|o| o == "w-1"), "{owners:?}");
+    // A worker that registered after the first placement is filled by the next steps.
+    wait_until("both workers own shards", Duration::from_secs(60), || async {
+        let owners = fleet.settled_owners()?;
+        (owners.values().any(|o| o == "w-0") && owners.values().any(|o| o == "w-1")).then_some(())
+    })
+    .await;
 
     // The work.
     let jobs: Api<Job> = Api::namespaced(client.clone(), "team-a");
