@@ -336,17 +336,21 @@ impl FleetState {
         }
         let mut pins: BTreeMap<ShardId, WorkerId> =
             self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
-        // A shard that placement moved within `min_move_interval` stays with an owner that may
-        // keep it, as if pinned there: placement balances with the others, so a newcomer whose
-        // ring-home shards just moved is filled with shards that may move now rather than with
-        // none. An operator's move is not held so: balancing around it would move other shards
-        // the operator did not ask to move; it is left alone by the step instead.
+        // While a worker holds nothing (it joined, or came back), a shard that placement moved
+        // within `min_move_interval` stays with an owner that may keep it, as if pinned there:
+        // placement fills the newcomer with shards that may move now, rather than with ones the
+        // step would skip, which left it empty for up to the interval. Otherwise recent moves are
+        // not held so: balancing around them would move other shards in their place, and an
+        // operator's move or a leave would set off more moves than it needs.
         let now = input.now.unwrap_or_else(Instant::now);
-        for (shard, owner) in &current {
-            let by_balance = matches!(self.moved_at.get(shard), Some((_, MoveCause::Balance)));
-            let recent = Move { shard: *shard, from: Some(owner.clone()), to: owner.clone() };
-            if by_balance && !pins.contains_key(shard) && self.recently_moved(&recent, input, now) {
-                pins.insert(*shard, owner.clone());
+        let owning: BTreeSet<&WorkerId> = current.values().collect();
+        if eligible.iter().any(|w| !owning.contains(w)) {
+            for (shard, owner) in &current {
+                let by_balance = matches!(self.moved_at.get(shard), Some((_, MoveCause::Balance)));
+                let recent = Move { shard: *shard, from: Some(owner.clone()), to: owner.clone() };
+                if by_balance && !pins.contains_key(shard) && self.recently_moved(&recent, input, now) {
+                    pins.insert(*shard, owner.clone());
+                }
             }
         }
         let mut config = self.config.placement.clone();
