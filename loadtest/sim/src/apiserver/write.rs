@@ -254,7 +254,7 @@ impl ApiServer {
         }
         admission::admit_create(&api_version, &rt.kind, &mut obj)
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
-        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(manager) = opts.manager.as_deref() {
             let kind = SchemaKind::for_kind(&api_version, &rt.kind);
             let part = part_of(&rt, Subresource::Main);
             patch::track_update(
@@ -589,7 +589,7 @@ impl ApiServer {
         if rt.is("", "namespaces") {
             super::namespace::canonicalize(&mut obj);
         }
-        if let Some(manager) = opts.manager.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(manager) = opts.manager.as_deref() {
             let kind = SchemaKind::for_kind(&api_version, &rt.kind);
             let subresource = if sub == Subresource::Status { "status" } else { "" };
             let now = meta::now_seconds();

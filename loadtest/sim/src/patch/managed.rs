@@ -537,7 +537,11 @@ fn render_entry(
     fields_v1: Value,
 ) -> Value {
     let mut m = Map::new();
-    m.insert("manager".into(), json!(manager));
+    // A write with neither fieldManager nor User-Agent is tracked under no name: Go's
+    // `omitempty` drops the empty manager.
+    if !manager.is_empty() {
+        m.insert("manager".into(), json!(manager));
+    }
     m.insert("operation".into(), json!(operation));
     m.insert("apiVersion".into(), json!(api_version));
     m.insert("time".into(), json!(time));

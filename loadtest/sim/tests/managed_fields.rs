@@ -1,0 +1,83 @@
+//! Who a write is tracked under in `managedFields` when it names no `fieldManager`: the prefix of
+//! its User-Agent, and a write with no User-Agent at all is tracked too, under no name (handlers
+//! `managerOrUserAgent`; `BuildManagerIdentifier` leaves the empty manager out). Raw HTTP, because
+//! every client library sends a User-Agent of its own.
+
+mod common;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One HTTP/1.1 request with exactly the headers given; the answer's status and JSON body.
+async fn send(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut conn = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    conn.write_all(head.as_bytes()).await.expect("write head");
+    conn.write_all(body.as_bytes()).await.expect("write body");
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer).await.expect("read");
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status code");
+    // The sim closes the connection after the answer, so the body is what remains, unless chunked.
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (code, serde_json::from_str(&body).unwrap_or(Value::String(body)))
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn entries(obj: &Value) -> Vec<Value> {
+    obj["metadata"]["managedFields"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_write_without_a_user_agent_is_tracked_under_no_name() {
+    let sim = common::api_only().await;
+    let url = sim.url();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let json_body = [("Content-Type", "application/json")];
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "anonymous"}, "data": {"k": "v"}});
+    let (code, created) = send(&url, "POST", cms, &json_body, &cm.to_string()).await;
+    assert_eq!(code, 201, "{created}");
+    let tracked = entries(&created);
+    assert_eq!(tracked.len(), 1, "one Update entry for the create: {created:#}");
+    assert!(tracked[0].get("manager").is_none(), "no manager name: {:#}", tracked[0]);
+    assert_eq!(tracked[0]["operation"], "Update");
+    assert_eq!(tracked[0]["apiVersion"], "v1");
+    assert_eq!(tracked[0]["fieldsV1"]["f:data"], json!({"f:k": {}}), "{:#}", tracked[0]);
+
+    // A second writer, named by its User-Agent, takes the field it changes from the unnamed one.
+    let patch = [("Content-Type", "application/merge-patch+json"), ("User-Agent", "probe/1.0 (test)")];
+    let (code, patched) =
+        send(&url, "PATCH", &format!("{cms}/anonymous"), &patch, r#"{"data":{"k":"w","k2":"x"}}"#).await;
+    assert_eq!(code, 200, "{patched}");
+    let tracked = entries(&patched);
+    let named: Vec<&Value> = tracked.iter().filter(|e| e["manager"] == "probe").collect();
+    assert_eq!(named.len(), 1, "{patched:#}");
+    assert_eq!(named[0]["fieldsV1"]["f:data"], json!({"f:k": {}, "f:k2": {}}), "{:#}", named[0]);
+    let unnamed: Vec<&Value> = tracked.iter().filter(|e| e.get("manager").is_none()).collect();
+    assert!(
+        unnamed.iter().all(|e| e["fieldsV1"]["f:data"].get("f:k").is_none()),
+        "the unnamed writer lost f:k: {patched:#}"
+    );
+}
