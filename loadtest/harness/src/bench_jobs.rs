@@ -143,6 +143,9 @@ struct EndToEnd {
     pods: i32,
     seconds: f64,
     cores: f64,
+    /// The worker process's own CPU milliseconds per pod lifecycle, when it is a process of its
+    /// own: the worker's share, apart from the sim's.
+    worker_cpu_ms_per_lifecycle: Option<f64>,
     requests_per_second: f64,
 }
 
@@ -203,7 +206,8 @@ async fn end_to_end(
     let per_job = (pods / jobs_n).max(1);
     let pods = per_job * jobs_n;
     let requests_before = total_requests(&sim);
-    let cpu_before = crate::proc_stat::own_cpu_seconds() + child_cpu();
+    let child_cpu_before = child_cpu();
+    let cpu_before = crate::proc_stat::own_cpu_seconds() + child_cpu_before;
     let started = Instant::now();
     for i in 0..jobs_n {
         let job: Job = serde_json::from_value(json!({
@@ -245,11 +249,15 @@ async fn end_to_end(
     let seconds = started.elapsed().as_secs_f64();
     let _ = std::fs::remove_file(&kubeconfig);
     let requests = total_requests(&sim) - requests_before;
+    let child_cpu_after = child_cpu();
     Ok(EndToEnd {
+        worker_cpu_ms_per_lifecycle: child
+            .as_ref()
+            .map(|_| (child_cpu_after - child_cpu_before) * 1e3 / f64::from(pods)),
         label: label.to_string(),
         pods,
         seconds,
-        cores: (crate::proc_stat::own_cpu_seconds() + child_cpu() - cpu_before) / seconds,
+        cores: (crate::proc_stat::own_cpu_seconds() + child_cpu_after - cpu_before) / seconds,
         requests_per_second: requests as f64 / seconds,
     })
 }
@@ -347,12 +355,14 @@ pub async fn run(args: BenchJobsArgs) -> anyhow::Result<()> {
     if !runs.is_empty() {
         println!();
         println!(
-            "| end to end (sim in this process; standalone worker in it, or a process) | pods | seconds | lifecycles/s | API requests/s | cores used |"
+            "| end to end (sim in this process; standalone worker in it, or a process) | pods | seconds | lifecycles/s | API requests/s | cores used | worker CPU-ms per lifecycle |"
         );
-        println!("|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|");
         for r in &runs {
+            let worker_cpu =
+                r.worker_cpu_ms_per_lifecycle.map_or_else(|| "—".to_string(), |ms| format!("{ms:.3}"));
             println!(
-                "| {} | {} | {:.1} | {:.0} | {:.0} | {:.2} |",
+                "| {} | {} | {:.1} | {:.0} | {:.0} | {:.2} | {worker_cpu} |",
                 r.label,
                 r.pods,
                 r.seconds,
