@@ -17,11 +17,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::process::{Child, Command};
 
-const LEASE: Duration = Duration::from_secs(2);
+mod common;
+use common::{free_port, scrape};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
+const LEASE: Duration = Duration::from_secs(2);
 
 struct Coordinator {
     child: Child,
@@ -56,12 +55,11 @@ fn spawn_coordinator(kubeconfig: &Path, id: &str) -> Coordinator {
 
 /// The leader gauge from the coordinator's /metrics; `None` while it is not serving.
 async fn leads(c: &Coordinator) -> Option<bool> {
-    let mut stream = tokio::net::TcpStream::connect(&c.metrics).await.ok()?;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.ok()?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).await.ok()?;
-    body.lines().find_map(|l| l.strip_prefix("fleet_coordinator_leader ")).map(|v| v.trim() == "1")
+    scrape(&c.metrics)
+        .await?
+        .lines()
+        .find_map(|l| l.strip_prefix("fleet_coordinator_leader "))
+        .map(|v| v.trim() == "1")
 }
 
 fn pod_writes_by<'a>(events: &'a [AuditEvent], id: &str) -> Vec<&'a AuditEvent> {

@@ -13,14 +13,12 @@ use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
 use batchfleet_sim::testing::wait_until;
 use batchfleet_sim::{SimCluster, SimConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
-const SHARDS: u32 = 8;
+mod common;
+use common::{free_port, scrape};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
+const SHARDS: u32 = 8;
 
 /// The worker binary sits next to the coordinator's; built here when a `-p` run did not build it.
 fn worker_binary() -> PathBuf {
@@ -49,17 +47,6 @@ fn spawn_worker(binary: &Path, kubeconfig: &Path, coordinator: &str, id: &str) -
         .kill_on_drop(true)
         .spawn()
         .expect("fleet-worker starts")
-}
-
-/// `/metrics` as text, or `None` while it does not answer.
-async fn scrape(addr: &str) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
 /// Every sample of the text format by its series (`name` or `name{labels}`).

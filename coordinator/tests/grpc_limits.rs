@@ -9,22 +9,10 @@ use batchfleet_proto::v1 as pb;
 use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
 use batchfleet_sim::testing::wait_until;
 use batchfleet_sim::{SimCluster, SimConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-/// `/metrics` as text, or `None` while it does not answer.
-async fn scrape(addr: &str) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
-}
+mod common;
+use common::{free_port, scrape};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_over_the_message_size_limit_is_refused_and_counted() {

@@ -14,18 +14,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use tokio::process::Command;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-async fn metrics(addr: &str) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.ok()?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).await.ok()?;
-    Some(body)
-}
+mod common;
+use common::{free_port, scrape};
 
 fn deleted_by_reason(text: &str, reason: &str) -> u64 {
     text.lines()
@@ -129,7 +119,7 @@ async fn the_coordinator_binary_runs_upstreams_passes_against_the_sims_node_oper
         (names == ["done-c", "done-d", "keep"]).then_some(())
     })
     .await;
-    let text = metrics(&metrics_addr).await.expect("metrics");
+    let text = scrape(&metrics_addr).await.expect("metrics");
     assert_eq!(deleted_by_reason(&text, "terminated"), 2, "{text}");
     assert_eq!(deleted_by_reason(&text, "out-of-service"), 1, "{text}");
     assert_eq!(deleted_by_reason(&text, "orphaned"), 1, "{text}");

@@ -1,6 +1,42 @@
-//! A test HTTP server for the client's layers.
+//! Test HTTP servers for the client's layers.
 
 use std::sync::Arc;
+
+use tokio::io::AsyncReadExt;
+
+/// Reads the next request from `conn` (its head and its content-length body), with `buf`
+/// carrying what was read past the previous one; `None` once the connection ends.
+async fn next_request(conn: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    async fn read_more(conn: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+        let mut chunk = [0u8; 1024];
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                Some(())
+            }
+        }
+    }
+    let end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        read_more(conn, buf).await?;
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    buf.drain(..end);
+    // The body, by its content-length (the client's are small).
+    let length = head
+        .lines()
+        .find_map(|l| l.to_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    while buf.len() < length {
+        read_more(conn, buf).await?;
+    }
+    buf.drain(..length);
+    Some(head)
+}
 
 /// An HTTP server that holds each request until the test releases it, and counts how many
 /// it holds at once.
@@ -15,7 +51,7 @@ pub(super) struct HoldingServer {
 impl HoldingServer {
     pub async fn start() -> Self {
         use std::sync::atomic::Ordering;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (arrivals, arrived) = tokio::sync::watch::channel(0usize);
@@ -30,17 +66,7 @@ impl HoldingServer {
                     (arrivals.clone(), h.clone(), m.clone(), r.clone());
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
-                    loop {
-                        // One bodiless request per turn: read to the end of its headers.
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            let mut chunk = [0u8; 1024];
-                            match conn.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-                        buf.drain(..end);
+                    while next_request(&mut conn, &mut buf).await.is_some() {
                         let now = held.fetch_add(1, Ordering::SeqCst) + 1;
                         most_held.fetch_max(now, Ordering::SeqCst);
                         arrivals.send_modify(|n| *n += 1);
@@ -68,7 +94,7 @@ pub(super) struct ScriptedServer {
 
 impl ScriptedServer {
     pub async fn start(replies: Vec<&'static str>) -> Self {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (record, requests) = tokio::sync::watch::channel(Vec::<String>::new());
@@ -78,33 +104,7 @@ impl ScriptedServer {
                 let (record, replies) = (record.clone(), replies.clone());
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
-                    loop {
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            let mut chunk = [0u8; 1024];
-                            match conn.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                        buf.drain(..end);
-                        // The body, by its content-length (the client's are small).
-                        let length = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string())
-                            })
-                            .and_then(|v| v.parse::<usize>().ok())
-                            .unwrap_or(0);
-                        while buf.len() < length {
-                            let mut chunk = [0u8; 1024];
-                            match conn.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        buf.drain(..length);
+                    while let Some(head) = next_request(&mut conn, &mut buf).await {
                         let line = head.lines().next().unwrap_or_default().to_string();
                         let mut seen = 0;
                         record.send_modify(|r| {
