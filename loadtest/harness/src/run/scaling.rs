@@ -119,7 +119,10 @@ fn goals(spec: &ScalingSpec, points: &[Point], baseline: Option<&Point>) -> (Cur
                 large.pods_per_second,
                 small.pods_per_second
             ),
-            format!("≥ {} (throughput_{n} / ({n}/{k} × throughput_{k}))", spec.efficiency_goal),
+            match k as usize {
+                1 => format!("≥ {} (throughput_{n} / ({n} × throughput_1))", spec.efficiency_goal),
+                _ => format!("≥ {} (throughput_{n} / ({n}/{k} × throughput_{k}))", spec.efficiency_goal),
+            },
         ));
     }
     let mut baseline_ratio = None;
