@@ -187,7 +187,7 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         // Ctrl-C drops the run, and with it every process it started (killed on drop).
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
-                result = run::run(&name, scenario, &out, &args.target) => result,
+                result = run::run(&name, scenario, &out, &args.target, args.replay) => result,
                 _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
             }
         }),

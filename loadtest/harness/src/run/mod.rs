@@ -6,6 +6,7 @@
 mod expect;
 mod faults;
 mod progress;
+mod replay;
 mod report;
 mod scaling;
 mod target;
@@ -45,12 +46,20 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Then run the same workload again under one `fleet-worker --standalone` on a fresh sim
+    /// (in `<out>/replay`), and fail the audit `jobs-finish-as-standalone` for every Job whose
+    /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
+    #[arg(long)]
+    pub replay: bool,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
     let (name, scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    if args.replay && scenario.scaling.is_some() {
+        return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
+    }
     let scenario = target::fit(scenario, &args.target).map_err(|e| format!("{}: {e}", args.scenario))?;
     Ok((name, scenario))
 }
@@ -318,15 +327,43 @@ pub async fn run(
     scenario: Scenario,
     out: &Path,
     target: &TargetArgs,
+    replay: bool,
 ) -> anyhow::Result<(bool, PathBuf)> {
     if let Some(spec) = scenario.scaling.clone() {
         return scaling::run(name, scenario, &spec, out).await;
     }
-    let report = run_once(name, scenario, out, target).await?;
-    Ok((report.passed, out.join("report.json")))
+    let mut report = run_once(name, scenario.clone(), out, target).await?;
+    if replay {
+        println!("\nreplaying the workload under one fleet-worker --standalone");
+        let dir = out.join("replay");
+        std::fs::create_dir_all(&dir)?;
+        let standalone =
+            run_once(&format!("{name}-replay"), replay::standalone(&scenario), &dir, &TargetArgs::default())
+                .await
+                .context("the replay under a standalone worker")?;
+        let path = write_report(&standalone, &dir)?;
+        println!();
+        report.add_audit(replay::same_as_standalone(
+            &report.final_statuses,
+            &standalone.final_statuses,
+            &report.namespaces,
+        ));
+        report.files.insert("replay_report".into(), path.display().to_string());
+    }
+    let path = write_report(&report, out)?;
+    Ok((report.passed, path))
 }
 
-/// One run of `scenario`: its report written to `out/report.json`, its summary printed.
+/// `report` as `out/report.json`, and its summary on the terminal.
+fn write_report(report: &Report, out: &Path) -> anyhow::Result<PathBuf> {
+    let path = out.join("report.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    print!("{}", report::summary(report));
+    Ok(path)
+}
+
+/// One run of `scenario`, its output in `out`; answers its report (not yet written).
 async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArgs) -> anyhow::Result<Report> {
     let started = Timestamp::now();
     let wall = Instant::now();
@@ -540,11 +577,9 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         processes,
         api_requests: events.as_deref().map(api_usage::requests_by_process),
         files,
+        final_statuses: replay::final_statuses(&seen, &namespaces, &scenario.workload),
+        namespaces,
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("writing {}", path.display()))?;
-    print!("{}", report::summary(&report));
     drop(cluster);
     Ok(report)
 }

@@ -157,6 +157,22 @@ pub struct Report {
     /// From the audit log; `null` without one (a cluster through a kubeconfig).
     pub api_requests: Option<Vec<RequestCount>>,
     pub files: BTreeMap<String, String>,
+    /// Each workload Job's final status, for a replay to compare.
+    #[serde(skip)]
+    pub final_statuses: super::replay::FinalStatuses,
+    #[serde(skip)]
+    pub namespaces: Vec<String>,
+}
+
+impl Report {
+    /// One more audit, counted in `passed` and `violations`.
+    pub fn add_audit(&mut self, audit: Outcome) {
+        self.passed &= audit.not_failed();
+        if !audit.violations.is_empty() {
+            self.violations.insert(audit.name.clone(), audit.violations.clone());
+        }
+        self.audits.push(audit);
+    }
 }
 
 pub fn processes(usage: &BTreeMap<String, ProcessUsage>) -> Vec<ProcessReport> {

@@ -216,6 +216,7 @@ pub async fn run(
             run_once(&format!("{name}-{run_name}"), phase.clone(), &dir, &TargetArgs::default())
                 .await
                 .with_context(|| format!("the {run_name} run"))?;
+        super::write_report(&report, &dir)?;
         audits.extend(prefixed(&run_name, &report.audits));
         run_goals.extend(prefixed(&run_name, &report.goals));
         let point = Point {
@@ -310,6 +311,18 @@ mod tests {
         assert_eq!(goals.len(), 1);
         let (_, goals) = goals_with_baseline(&points);
         assert_eq!(goals[1].name, "workers-2-vs-baseline");
+    }
+
+    #[test]
+    fn the_shipped_scaling_run_is_the_issues() {
+        let (name, scenario) = crate::scenario::load("scaling").expect("scaling.yaml loads");
+        let spec = scenario.scaling.expect("a scaling run");
+        assert_eq!(
+            (name.as_str(), spec.workers.as_slice(), spec.baseline),
+            ("scaling", &[1, 2, 4, 8][..], true)
+        );
+        assert_eq!((spec.efficiency_goal, spec.baseline_ratio_goal), (0.9, 4.0));
+        assert_eq!(scenario.fleet.kube_api_qps, Some(50.0));
     }
 
     fn goals_with_baseline(points: &[Point]) -> (Curve, Vec<Outcome>) {
