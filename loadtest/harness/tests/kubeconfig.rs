@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
+mod common;
+
 fn text(output: &Output) -> String {
     format!(
         "stdout:\n{}\nstderr:\n{}",
@@ -93,24 +95,9 @@ async fn a_run_on_a_cluster_it_did_not_start_audits_from_watches() {
         .spawn()
         .expect("fleet-worker starts");
 
-    let scenario = dir.path().join("short.yaml");
-    std::fs::write(&scenario, SHORT).expect("scenario written");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--fleet", "none", "--out"])
-        .arg(&out)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = text(&output);
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report written"))
-            .unwrap_or_else(|e| panic!("JSON: {e}\n{shown}"));
+    let args = ["--kubeconfig".as_ref(), kubeconfig.as_os_str(), "--fleet".as_ref(), "none".as_ref()];
+    let common::Ran { output, report, shown } = common::run_scenario(dir.path(), SHORT, &out, &args).await;
     assert!(output.status.success(), "{shown}\nviolations: {:#}", report["violations"]);
     assert_eq!(report["passed"], true, "{report:#}");
     assert_eq!(report["audits_from"], "watches", "{report:#}");

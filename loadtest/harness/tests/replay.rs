@@ -2,7 +2,7 @@
 //! workload under one `fleet-worker --standalone` on a fresh sim; every Job ends the same in
 //! both, and the comparison is an audit of the run's report.
 
-use tokio::process::Command;
+mod common;
 
 const SHORT: &str = r#"
 description: a short fleet run to replay
@@ -22,27 +22,9 @@ faults:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_under_standalone_ends_every_job_the_same() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("replayed.yaml");
-    std::fs::write(&scenario, SHORT).expect("scenario written");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--replay")
-        .arg("--out")
-        .arg(&out)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report written"))
-            .unwrap_or_else(|e| panic!("JSON: {e}\n{shown}"));
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), SHORT, &out, &["--replay".as_ref()]).await;
     assert!(output.status.success(), "{shown}\nviolations: {:#}", report["violations"]);
     let replayed = report["audits"]
         .as_array()

@@ -2,7 +2,7 @@
 //! and the standalone baseline, each on a fresh sim; the report has a point of the curve for
 //! each run, the scaling goals, every run's audits, and the curve as SVG.
 
-use tokio::process::Command;
+mod common;
 
 const SCALED_DOWN: &str = r#"
 description: a scaled-down scaling run
@@ -19,26 +19,9 @@ scaling: {workers: [1, 2], baseline: true, efficiency_goal: 0, baseline_ratio_go
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scaled_down_scaling_run_reports_its_curve_and_goals() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scaling-small.yaml");
-    std::fs::write(&scenario, SCALED_DOWN).expect("scenario written");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report written"))
-            .unwrap_or_else(|e| panic!("JSON: {e}\n{shown}"));
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), SCALED_DOWN, &out, &[]).await;
     assert!(output.status.success(), "{shown}\nviolations: {:#}", report["violations"]);
     assert_eq!(report["passed"], true);
 

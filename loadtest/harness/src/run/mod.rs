@@ -506,20 +506,10 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .chain(&goals)
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {
         seen.jobs.values().filter(|j| j.finished.as_ref().is_some_and(|f| f.condition == c)).count()
     };
-    let plot_path = out.join("latency-cdf.svg");
-    let plot_result = report::plot_latencies(&plot_path, name, &latencies);
-    if let Err(e) = &plot_result {
-        tracing::warn!(error = %e, "plotting the latencies failed");
-    }
     let mut files = BTreeMap::from([
         ("process_logs".to_string(), logs_dir.display().to_string()),
         ("harness_log".to_string(), out.join("loadtest.log").display().to_string()),
@@ -528,16 +518,12 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     if let Some(path) = &cluster.audit_log {
         files.insert("audit_log".into(), path.display().to_string());
     }
-    if plot_result.is_ok() {
-        files.insert("latency_cdf".into(), plot_path.display().to_string());
-    }
+    let latency_plot = out.join("latency-cdf.svg");
+    let drawn = report::plot_latencies(&latency_plot, name, &latencies);
+    report::record_plot(&mut files, "latency_cdf", &latency_plot, drawn);
     let throughput_plot = out.join("throughput.svg");
-    match report::plot_throughput(&throughput_plot, name, &throughput) {
-        Ok(()) => {
-            files.insert("throughput".into(), throughput_plot.display().to_string());
-        }
-        Err(e) => tracing::warn!(error = %e, "plotting the throughput failed"),
-    }
+    let drawn = report::plot_throughput(&throughput_plot, name, &throughput);
+    report::record_plot(&mut files, "throughput", &throughput_plot, drawn);
     let report = Report {
         scenario: name.to_string(),
         description: scenario.description.clone(),

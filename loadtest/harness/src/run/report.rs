@@ -164,6 +164,21 @@ pub struct Report {
     pub namespaces: Vec<String>,
 }
 
+/// The violations of each outcome that has any, by its name.
+pub fn violations<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> BTreeMap<String, Vec<String>> {
+    outcomes.filter(|o| !o.violations.is_empty()).map(|o| (o.name.clone(), o.violations.clone())).collect()
+}
+
+/// Lists a plot among the report's files as `key`, or logs why it is missing.
+pub fn record_plot(files: &mut BTreeMap<String, String>, key: &str, path: &Path, drawn: anyhow::Result<()>) {
+    match drawn {
+        Ok(()) => {
+            files.insert(key.into(), path.display().to_string());
+        }
+        Err(e) => tracing::warn!(error = %e, plot = key, "plotting failed"),
+    }
+}
+
 impl Report {
     /// One more audit, counted in `passed` and `violations`.
     pub fn add_audit(&mut self, audit: Outcome) {

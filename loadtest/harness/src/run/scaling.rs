@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::report::{Report, seconds};
+use super::report::{self, Report, seconds};
 use super::{TargetArgs, run_once};
 use crate::plot::{self, Series};
 use crate::scenario::{ScalingSpec, Scenario};
@@ -235,20 +235,10 @@ pub async fn run(
     let (curve, mut goals) = goals(spec, &points, baseline.as_ref());
     goals.extend(run_goals);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .chain(&goals)
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = report::violations(audits.iter().chain(&goals));
     let mut files = BTreeMap::new();
     let plot_path = out.join("scaling-curve.svg");
-    match plot_curve(&plot_path, name, &curve) {
-        Ok(()) => {
-            files.insert("scaling_curve".to_string(), plot_path.display().to_string());
-        }
-        Err(e) => tracing::warn!(error = %e, "plotting the scaling curve failed"),
-    }
+    report::record_plot(&mut files, "scaling_curve", &plot_path, plot_curve(&plot_path, name, &curve));
     let report = ScalingReport {
         scenario: name.into(),
         description: scenario.description.clone(),
