@@ -115,6 +115,13 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
         report["throughput"]
     );
     assert!(completed >= 60.0 * 3.0 + 4.0 * 4.0 + 10.0, "{:#}", report["throughput"]);
+    let finished: f64 = report["throughput"]["per_second"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p[2].as_f64())
+        .sum();
+    assert_eq!(report["throughput"]["jobs_finished"].as_f64(), Some(finished), "{:#}", report["throughput"]);
     assert!(out.join("throughput.svg").is_file());
     let faults: Vec<&str> =
         report["faults"].as_array().expect("faults").iter().filter_map(|f| f["result"].as_str()).collect();

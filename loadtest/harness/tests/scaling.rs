@@ -32,7 +32,7 @@ async fn a_scaled_down_scaling_run_reports_its_curve_and_goals() {
     let baseline = &curve["baseline"];
     assert!(baseline["workers"].is_null() && baseline["kube_api_qps"] == 20.0, "{baseline:#}");
     for p in points.iter().chain([baseline]) {
-        let rate = p["pods_per_second"].as_f64().unwrap_or_default();
+        let rate = p["jobs_per_second"].as_f64().unwrap_or_default();
         assert!(rate > 0.0, "a throughput for each run: {p}");
         assert_eq!(p["passed"], true, "{p}");
         let run: serde_json::Value = serde_json::from_slice(
@@ -41,6 +41,8 @@ async fn a_scaled_down_scaling_run_reports_its_curve_and_goals() {
         .expect("JSON");
         assert_eq!(run["throughput"]["pods_completed"], 40, "{p}");
         assert_eq!(run["throughput"]["steady_pods_per_second"], p["pods_per_second"]);
+        assert_eq!(run["throughput"]["jobs_finished"], 40, "{p}");
+        assert_eq!(run["throughput"]["jobs_per_second_to_90_percent"], p["jobs_per_second"]);
     }
     let efficiency = curve["efficiency"].as_f64().expect("efficiency");
     let ratio = curve["baseline_ratio"].as_f64().expect("ratio");

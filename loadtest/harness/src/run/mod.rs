@@ -502,7 +502,9 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let latency = report::latency_table(&latencies);
     let ttl_lag = report::Percentiles::of(&ttl_lags);
     let cron_skew = report::Percentiles::of(&cron::skews(&seen, &cronjobs, &clock));
-    let throughput = report::Throughput::of(&seen.pods_finished, workload_started);
+    let jobs_finished: Vec<Timestamp> =
+        seen.jobs.values().filter_map(|j| Some(j.finished.as_ref()?.seen)).collect();
+    let throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, workload_started);
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);

@@ -54,31 +54,66 @@ pub struct Latencies {
     pub finished: Vec<f64>,
 }
 
-/// Pods completed (Succeeded or Failed, as the watch saw them) over the run.
+/// Pods completed (Succeeded or Failed, as the watch saw them) and Jobs finished (Complete or
+/// Failed) over the run.
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
 pub struct Throughput {
     pub pods_completed: usize,
     /// Completions per second between the times 10 % and 90 % of them were seen: the steady
     /// rate, without the ramp up and the tail.
     pub steady_pods_per_second: f64,
-    /// `[second since the workload started, pods completed in that second]`, one per second.
-    pub per_second: Vec<[f64; 2]>,
+    pub jobs_finished: usize,
+    /// 90 % of the Jobs ÷ the seconds from the workload's start until they had finished: for a
+    /// workload sent at once (the scaling run's), the rate the controllers finish Jobs end to
+    /// end, every write of each counted (a Job's pods complete long before its last status
+    /// write when the client rate is what bounds them).
+    pub jobs_per_second_to_90_percent: f64,
+    /// `[second since the workload started, pods completed, Jobs finished in that second]`.
+    pub per_second: Vec<[f64; 3]>,
+}
+
+/// Seconds since `start` of each time, ascending.
+fn offsets(times: &[jiff::Timestamp], start: jiff::Timestamp) -> Vec<f64> {
+    let mut offsets: Vec<f64> =
+        times.iter().map(|t| t.duration_since(start).as_secs_f64().max(0.0)).collect();
+    offsets.sort_by(f64::total_cmp);
+    offsets
 }
 
 impl Throughput {
-    /// From the completion times, against the workload's start.
-    pub fn of(completions: &[jiff::Timestamp], start: jiff::Timestamp) -> Self {
-        let mut offsets: Vec<f64> =
-            completions.iter().map(|t| t.duration_since(start).as_secs_f64().max(0.0)).collect();
-        offsets.sort_by(f64::total_cmp);
-        let mut per_second: Vec<[f64; 2]> = Vec::new();
-        if let Some(last) = offsets.last() {
-            per_second = (0..=last.floor() as usize).map(|s| [s as f64, 0.0]).collect();
-            for o in &offsets {
-                per_second[o.floor() as usize][1] += 1.0;
+    /// From the pods' completion and the Jobs' finish times, against the workload's start.
+    pub fn of(pods: &[jiff::Timestamp], jobs: &[jiff::Timestamp], start: jiff::Timestamp) -> Self {
+        let (pods, jobs) = (offsets(pods, start), offsets(jobs, start));
+        let last = pods
+            .last()
+            .copied()
+            .into_iter()
+            .chain(jobs.last().copied())
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let mut per_second: Vec<[f64; 3]> = match last {
+            Some(last) => (0..=last.floor() as usize).map(|s| [s as f64, 0.0, 0.0]).collect(),
+            None => Vec::new(),
+        };
+        for (column, times) in [(1, &pods), (2, &jobs)] {
+            for o in times {
+                per_second[o.floor() as usize][column] += 1.0;
             }
         }
-        Self { pods_completed: offsets.len(), steady_pods_per_second: steady_rate(&offsets), per_second }
+        let to_90_percent = match jobs.len() {
+            0 => 0.0,
+            n => {
+                let k = (n * 9).div_ceil(10);
+                let t = jobs[k - 1];
+                if t > 0.0 { k as f64 / t } else { 0.0 }
+            }
+        };
+        Self {
+            pods_completed: pods.len(),
+            steady_pods_per_second: steady_rate(&pods),
+            jobs_finished: jobs.len(),
+            jobs_per_second_to_90_percent: to_90_percent,
+            per_second,
+        }
     }
 }
 
@@ -99,12 +134,15 @@ fn steady_rate(sorted: &[f64]) -> f64 {
 }
 
 pub fn plot_throughput(path: &Path, scenario: &str, throughput: &Throughput) -> anyhow::Result<()> {
-    let points = throughput.per_second.iter().map(|[s, n]| (*s, *n)).collect();
-    let series = [Series { name: "pods completed per second".into(), points }];
+    let column = |i: usize| throughput.per_second.iter().map(|p| (p[0], p[i])).collect();
+    let series = [
+        Series { name: "pods completed per second".into(), points: column(1) },
+        Series { name: "Jobs finished per second".into(), points: column(2) },
+    ];
     plot::line_chart(
         path,
         &format!("{scenario}: throughput over time"),
-        ("seconds since the workload started", "pods completed / s"),
+        ("seconds since the workload started", "per second"),
         &series,
         false,
     )
@@ -343,8 +381,9 @@ pub fn summary(report: &Report) -> String {
     let peak = t.per_second.iter().map(|p| p[1]).fold(0.0, f64::max);
     let _ = writeln!(
         s,
-        "throughput: {} pods completed, {:.1}/s steady (10–90 % of them), peak {peak:.0} in a second",
-        t.pods_completed, t.steady_pods_per_second
+        "throughput: {} pods completed, {:.1}/s steady (10–90 % of them), peak {peak:.0} in a second; \
+         {} Jobs finished, 90 % of them at {:.1}/s",
+        t.pods_completed, t.steady_pods_per_second, t.jobs_finished, t.jobs_per_second_to_90_percent
     );
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {
@@ -386,14 +425,18 @@ mod tests {
         // 100 completions at 20/s from 1 s, then a straggler at 30 s.
         let mut times: Vec<jiff::Timestamp> = (0..100).map(|i| at(1000 + i * 50)).collect();
         times.push(at(30_000));
-        let t = Throughput::of(&times, start);
-        assert_eq!(t.pods_completed, 101);
+        // Ten Jobs finishing one a second from 1 s: 90 % of them (9) by 9 s.
+        let jobs: Vec<jiff::Timestamp> = (1..=10).map(|i| at(i * 1000)).collect();
+        let t = Throughput::of(&times, &jobs, start);
+        assert_eq!((t.pods_completed, t.jobs_finished), (101, 10));
+        assert_eq!(t.jobs_per_second_to_90_percent, 1.0);
         assert_eq!(t.per_second.len(), 31);
+        assert_eq!((t.per_second[3][2], t.per_second[30][2]), (1.0, 0.0));
         assert_eq!(
             (t.per_second[0][1], t.per_second[1][1], t.per_second[5][1], t.per_second[30][1]),
             (0.0, 20.0, 20.0, 1.0)
         );
         assert!((t.steady_pods_per_second - 20.0).abs() < 0.5, "{}", t.steady_pods_per_second);
-        assert_eq!(Throughput::of(&[], start), Throughput::default());
+        assert_eq!(Throughput::of(&[], &[], start), Throughput::default());
     }
 }
