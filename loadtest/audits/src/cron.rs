@@ -86,11 +86,8 @@ pub fn every_time_ran_once(
     let mut ran: BTreeMap<(String, String), BTreeMap<i64, usize>> = BTreeMap::new();
     for ((ns, name), uids) in &seen.names {
         for cj in cronjobs.iter().filter(|c| c.namespace == *ns) {
-            if let Some(minutes) =
-                name.strip_prefix(&format!("{}-", cj.name)).and_then(|m| m.parse::<i64>().ok())
-            {
-                *ran.entry((ns.clone(), cj.name.clone())).or_default().entry(minutes * 60).or_default() +=
-                    uids.len();
+            if let Some(time) = scheduled_time_of(&cj.name, name) {
+                *ran.entry((ns.clone(), cj.name.clone())).or_default().entry(time).or_default() += uids.len();
             }
         }
     }
@@ -150,6 +147,32 @@ pub fn every_time_ran_once(
     )
 }
 
+/// The scheduled time (seconds since the epoch, on the CronJob clock) a CronJob's Job ran for:
+/// the minutes its name ends in.
+fn scheduled_time_of(cronjob: &str, job: &str) -> Option<i64> {
+    job.strip_prefix(cronjob)?.strip_prefix('-')?.parse::<i64>().ok().map(|minutes| minutes * 60)
+}
+
+/// Cron skew: wall seconds from each CronJob Job's scheduled time to when the watch first saw
+/// the Job (its creation, to the watch's delay; the creation timestamp itself has whole seconds
+/// only), for the Jobs of `cronjobs`.
+pub fn skews(seen: &ObjectsSeen, cronjobs: &[CronJobUnderTest], clock: &CronClock) -> Vec<f64> {
+    let ours: BTreeSet<(&str, &str)> =
+        cronjobs.iter().map(|c| (c.namespace.as_str(), c.name.as_str())).collect();
+    seen.jobs
+        .values()
+        .filter_map(|j| {
+            let cronjob = j.cronjob.as_deref()?;
+            if !ours.contains(&(j.namespace.as_str(), cronjob)) {
+                return None;
+            }
+            let scheduled = Timestamp::from_second(scheduled_time_of(cronjob, &j.name)?).ok()?;
+            let created = clock.at(j.first_seen?);
+            Some(created.duration_since(scheduled).as_secs_f64() / clock.speed)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +209,27 @@ mod tests {
         let v = outcome.violations.join("\n");
         assert!(v.contains("10:01:00Z ran 2 times"), "{v}");
         assert!(v.contains("10:03:00Z missed"), "{v}");
+    }
+
+    #[test]
+    fn skew_is_from_the_scheduled_time_to_the_job_seen_on_the_cron_clock() {
+        let minute: Timestamp = "2026-11-26T10:00:00Z".parse().expect("time");
+        let cronjobs =
+            [CronJobUnderTest { namespace: "ns".into(), name: "tick".into(), schedule: "* * * * *".into() }];
+        let mut seen = ObjectsSeen::default();
+        let name = format!("tick-{}", minute.as_second() / 60);
+        seen.apply_job(&cron_job(&name, "u"), minute + jiff::SignedDuration::from_millis(1500), false);
+        let other: k8s_openapi::api::batch::v1::Job =
+            serde_json::from_value(json!({"metadata": {"name": "plain-1", "namespace": "ns", "uid": "p"}}))
+                .expect("job");
+        seen.apply_job(&other, minute, false);
+        assert_eq!(skews(&seen, &cronjobs, &CronClock::wall()), vec![1.5]);
+        // On a clock 6× the wall, 1.5 wall seconds after the minute's wall time is 1.5 s late.
+        let clock = CronClock { anchor: minute, speed: 6.0 };
+        let seen_at = clock.wall_at(minute) + jiff::SignedDuration::from_millis(1500);
+        let mut fast = ObjectsSeen::default();
+        fast.apply_job(&cron_job(&name, "u"), seen_at, false);
+        let skew = skews(&fast, &cronjobs, &clock);
+        assert!((skew[0] - 1.5).abs() < 1e-6, "{skew:?}");
     }
 }

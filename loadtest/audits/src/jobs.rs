@@ -95,6 +95,25 @@ pub fn job_deletes(events: &[AuditEvent]) -> HashMap<(String, String), Timestamp
     out
 }
 
+/// When a watch first saw each Job (namespace, name) terminating or deleted: the delete times
+/// a run without the audit log has, each no earlier than the delete itself.
+pub fn watched_deletes(seen: &ObjectsSeen) -> HashMap<(String, String), Timestamp> {
+    seen.jobs
+        .values()
+        .filter_map(|j| Some(((j.namespace.clone(), j.name.clone()), j.deleting_seen?)))
+        .collect()
+}
+
+/// Where a TTL check's delete times came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteSource {
+    /// [`job_deletes`]: when the server received each delete.
+    AuditLog,
+    /// [`watched_deletes`]: when a watch saw it; a delete seen before the expiry surely was
+    /// early, and each lag is at most the watch's delay too long.
+    Watch,
+}
+
 /// What the TTL check measured besides its outcome: seconds from each Job's expiry (finish +
 /// TTL) to its delete.
 pub struct TtlCheck {
@@ -108,12 +127,12 @@ pub struct TtlCheck {
 /// The lags are in wall seconds.
 pub fn ttl_respected(
     seen: &ObjectsSeen,
-    events: &[AuditEvent],
+    deletes: &HashMap<(String, String), Timestamp>,
+    source: DeleteSource,
     end: Timestamp,
     grace: Duration,
     clock: &CronClock,
 ) -> TtlCheck {
-    let deletes = job_deletes(events);
     let mut checked = 0;
     let mut lags = Vec::new();
     let mut violations = Vec::new();
@@ -140,9 +159,13 @@ pub fn ttl_respected(
             }
         }
     }
+    let from = match source {
+        DeleteSource::AuditLog => "deletes from the audit log",
+        DeleteSource::Watch => "deletes as a watch saw them",
+    };
     let outcome = Outcome::from_violations(
         "ttl-jobs-deleted-after-their-ttl",
-        format!("deleted at or after finish + TTL, within {grace:?}").as_str(),
+        format!("deleted at or after finish + TTL, within {grace:?} ({from})").as_str(),
         checked,
         "Jobs with a TTL",
         violations,
@@ -183,7 +206,15 @@ mod tests {
             audit_event("2026-11-26T10:00:10.250000Z", "delete", worker, "jobs", "ns", "ok", 200),
         ];
         let end: Timestamp = "2026-11-26T10:01:00Z".parse().expect("time");
-        let check = ttl_respected(&seen, &events, end, Duration::from_secs(5), &CronClock::wall());
+        let deletes = job_deletes(&events);
+        let check = ttl_respected(
+            &seen,
+            &deletes,
+            DeleteSource::AuditLog,
+            end,
+            Duration::from_secs(5),
+            &CronClock::wall(),
+        );
         assert!(!check.outcome.passed);
         let mut v = check.outcome.violations.clone();
         v.sort();
@@ -192,8 +223,39 @@ mod tests {
         assert_eq!(check.lags, vec![0.25]);
         // Within the grace, a Job not yet deleted is no violation.
         let soon: Timestamp = "2026-11-26T10:00:12Z".parse().expect("time");
-        let check = ttl_respected(&seen, &events[1..], soon, Duration::from_secs(5), &CronClock::wall());
+        let deletes = job_deletes(&events[1..]);
+        let check = ttl_respected(
+            &seen,
+            &deletes,
+            DeleteSource::AuditLog,
+            soon,
+            Duration::from_secs(5),
+            &CronClock::wall(),
+        );
         assert!(check.outcome.passed, "{:?}", check.outcome);
+    }
+
+    #[test]
+    fn without_the_audit_log_the_watched_delete_counts() {
+        let mut seen = ObjectsSeen::default();
+        let early: Timestamp = "2026-11-26T10:00:05Z".parse().expect("time");
+        let late: Timestamp = "2026-11-26T10:00:11Z".parse().expect("time");
+        seen.apply_job(&finished_job("early", Some(10), 1, "2026-11-26T10:00:00Z"), early, true);
+        seen.apply_job(&finished_job("ok", Some(10), 1, "2026-11-26T10:00:00Z"), late, true);
+        let deletes = watched_deletes(&seen);
+        let end: Timestamp = "2026-11-26T10:01:00Z".parse().expect("time");
+        let check = ttl_respected(
+            &seen,
+            &deletes,
+            DeleteSource::Watch,
+            end,
+            Duration::from_secs(5),
+            &CronClock::wall(),
+        );
+        assert_eq!(check.outcome.violations.len(), 1, "{:?}", check.outcome);
+        assert!(check.outcome.violations[0].starts_with("ns/early: deleted"), "{:?}", check.outcome);
+        assert!(check.outcome.target.contains("as a watch saw them"), "{:?}", check.outcome);
+        assert_eq!(check.lags, vec![1.0]);
     }
 
     #[test]

@@ -42,9 +42,15 @@ pub struct JobRecord {
     /// The CronJob that owns it, if any.
     pub cronjob: Option<String>,
     pub first_seen: Option<Timestamp>,
+    /// Its `creationTimestamp` (server time, whole seconds).
+    pub created: Option<Timestamp>,
     pub finished: Option<Finished>,
     pub status: Option<JobStatus>,
     pub deleted_seen: Option<Timestamp>,
+    /// When the watch first saw it terminating (`deletionTimestamp` set, as a foreground
+    /// delete leaves it while its pods go) or deleted: no later than its delete plus the
+    /// watch's delay.
+    pub deleting_seen: Option<Timestamp>,
     pub pods_seen: usize,
     pub first_pod_seen: Option<Timestamp>,
     pub last_pod_seen: Option<Timestamp>,
@@ -58,6 +64,8 @@ pub struct JobRecord {
 struct PodState {
     job: String,
     active: bool,
+    /// Seen Succeeded or Failed (counted in `pods_finished`).
+    finished: bool,
 }
 
 /// Every Job (by uid) and the pods of each, as seen.
@@ -66,6 +74,9 @@ pub struct ObjectsSeen {
     pub jobs: HashMap<String, JobRecord>,
     /// Every uid seen under each (namespace, name): two mean the name was created twice.
     pub names: BTreeMap<(String, String), BTreeSet<String>>,
+    /// When the watch first saw each pod Succeeded or Failed: the completions behind the
+    /// throughput.
+    pub pods_finished: Vec<Timestamp>,
     pods: HashMap<String, PodState>,
     active: HashMap<String, i32>,
     /// Pods listed since the pod watch restarted, while it lists again.
@@ -84,7 +95,9 @@ impl ObjectsSeen {
     }
 
     fn set_active(&mut self, pod: String, job: String, active: bool) {
-        let was = self.pods.insert(pod, PodState { job: job.clone(), active }).is_some_and(|p| p.active);
+        let finished = self.pods.get(&pod).is_some_and(|p| p.finished);
+        let was =
+            self.pods.insert(pod, PodState { job: job.clone(), active, finished }).is_some_and(|p| p.active);
         let count = self.active.entry(job.clone()).or_default();
         match (was, active) {
             (false, true) => *count += 1,
@@ -121,8 +134,13 @@ impl ObjectsSeen {
         }
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
         // Upstream's active pods: not finished and not terminating.
-        let active = pod.metadata.deletion_timestamp.is_none() && phase != "Succeeded" && phase != "Failed";
-        self.set_active(uid, job, active);
+        let done = phase == "Succeeded" || phase == "Failed";
+        let active = pod.metadata.deletion_timestamp.is_none() && !done;
+        self.set_active(uid.clone(), job, active);
+        if done && let Some(state) = self.pods.get_mut(&uid).filter(|p| !p.finished) {
+            state.finished = true;
+            self.pods_finished.push(seen);
+        }
     }
 
     /// A pod deleted.
@@ -179,6 +197,12 @@ impl ObjectsSeen {
         record.ttl_seconds = spec.ttl_seconds_after_finished;
         record.cronjob = cronjob;
         record.first_seen.get_or_insert(seen);
+        if record.created.is_none() {
+            record.created = job.metadata.creation_timestamp.as_ref().and_then(parse_time);
+        }
+        if deleted || job.metadata.deletion_timestamp.is_some() {
+            record.deleting_seen.get_or_insert(seen);
+        }
         if let Some(status) = &job.status {
             record.status = Some(status.clone());
             if record.finished.is_none()
@@ -230,6 +254,7 @@ impl Drop for ObjectWatch {
 
 fn watch<K>(
     api: Api<K>,
+    config: watcher::Config,
     seen: Arc<Mutex<ObjectsSeen>>,
     on: fn(&mut ObjectsSeen, watcher::Event<K>),
 ) -> tokio::task::JoinHandle<()>
@@ -238,7 +263,7 @@ where
 {
     tokio::spawn(async move {
         // Backing off after an error also yields, so that the task ends when its runtime does.
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+        let mut events = std::pin::pin!(watcher(api, config).default_backoff());
         while let Some(event) = events.next().await {
             match event {
                 Ok(e) => on(&mut seen.lock(), e),
@@ -263,10 +288,24 @@ impl std::error::Error for NotListed {}
 impl ObjectWatch {
     /// Starts both watches and waits until each has listed, within `deadline`.
     pub async fn start(client: &kube::Client, deadline: Duration) -> Result<Self, NotListed> {
+        Self::start_selected(client, deadline, None).await
+    }
+
+    /// [`ObjectWatch::start`] on the Jobs and pods `label_selector` selects only: on a cluster
+    /// shared with other work, a run's own objects.
+    pub async fn start_selected(
+        client: &kube::Client,
+        deadline: Duration,
+        label_selector: Option<&str>,
+    ) -> Result<Self, NotListed> {
         let seen = Arc::new(Mutex::new(ObjectsSeen::default()));
+        let config = match label_selector {
+            Some(selector) => watcher::Config::default().labels(selector),
+            None => watcher::Config::default(),
+        };
         let tasks = vec![
-            watch(Api::<Pod>::all(client.clone()), seen.clone(), ObjectsSeen::on_pod),
-            watch(Api::<Job>::all(client.clone()), seen.clone(), ObjectsSeen::on_job),
+            watch(Api::<Pod>::all(client.clone()), config.clone(), seen.clone(), ObjectsSeen::on_pod),
+            watch(Api::<Job>::all(client.clone()), config, seen.clone(), ObjectsSeen::on_job),
         ];
         let watch = Self { seen, tasks };
         let until = tokio::time::Instant::now() + deadline;
@@ -395,6 +434,9 @@ mod tests {
         assert!(!outcome.passed);
         assert_eq!(outcome.violations, vec!["ns/job-j: 3 active pods, parallelism 2".to_string()]);
         assert_eq!(seen.jobs["j"].pods_seen, 4);
+        // Pod a finished once, however often it is seen so.
+        seen.apply_pod(&pod("a", "j", "Succeeded", "2026-11-26T10:00:00Z"), now);
+        assert_eq!(seen.pods_finished, vec![now]);
     }
 
     #[test]

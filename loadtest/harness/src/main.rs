@@ -42,8 +42,9 @@ enum Command {
     /// The quickstart: the sim cluster, a coordinator and three workers as processes (or one
     /// standalone worker), and a demo mix of Jobs to watch with kubectl and fleetctl.
     Up(UpArgs),
-    /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim, the fleet as
-    /// processes, the workload and faults, then audits from the server's side and a report.
+    /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim (or any
+    /// cluster through --kubeconfig), the fleet as processes, the workload and faults, then
+    /// audits from the server's side and a report; `run scaling` runs the scaling curve.
     /// Exits 0 only when every audit and goal passed, 2 on a bad scenario file.
     Run(run::RunArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
@@ -158,7 +159,7 @@ fn main() -> ExitCode {
 /// goal failed, 0 when all passed; the harness's own log goes to the run's folder, so that it
 /// does not cut into the progress bars.
 fn run_scenario(args: run::RunArgs) -> ExitCode {
-    let (name, scenario) = match scenario::load(&args.scenario) {
+    let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("loadtest: {e}");
@@ -186,7 +187,7 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         // Ctrl-C drops the run, and with it every process it started (killed on drop).
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
-                result = run::run(&name, scenario, &out) => result,
+                result = run::run(&name, scenario, &out, &args.target, args.replay) => result,
                 _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
             }
         }),

@@ -138,3 +138,37 @@ pub fn cdf_points(sorted: &[f64], points: usize) -> Vec<(f64, f64)> {
     out.push((sorted[n - 1], 100.0));
     out
 }
+
+/// A line chart on linear axes from zero (throughput over time, the scaling curve), with a dot
+/// at each point when `dots`.
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+    dots: bool,
+) -> anyhow::Result<()> {
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let x_max = xs.fold(1.0f64, f64::max) * 1.05;
+    let y_max = ys.fold(1.0f64, f64::max) * 1.15;
+    let root = svg_canvas(path)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .context("building the chart")?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .context("drawing the axes")?;
+    draw_lines(&mut chart, series, dots, SeriesLabelPosition::UpperLeft)?;
+    root.present().context("writing the SVG")?;
+    Ok(())
+}

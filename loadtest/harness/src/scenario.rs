@@ -60,6 +60,36 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     #[serde(default)]
     pub goals: Goals,
+    /// Makes the run a scaling run: the workload on each fleet size, and the baseline.
+    #[serde(default)]
+    pub scaling: Option<ScalingSpec>,
+}
+
+/// `loadtest run scaling`: the same workload on a fresh sim for each fleet size (one
+/// coordinator, `workers` workers, each at `fleet.kube_api_qps`), and on one `fleet-worker
+/// --standalone` at kube-controller-manager's defaults (QPS 20, burst 30, 5 syncs per
+/// controller); the throughputs give the scaling curve and its goals.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScalingSpec {
+    /// The fleet sizes, ascending.
+    pub workers: Vec<usize>,
+    /// Also the standalone baseline.
+    #[serde(default)]
+    pub baseline: bool,
+    /// Goal: throughput at the largest size ÷ (size × throughput at the smallest, per worker).
+    #[serde(default = "default_efficiency_goal")]
+    pub efficiency_goal: f64,
+    /// Goal: throughput of 4 workers (the largest size up to 4) ÷ the baseline's.
+    #[serde(default = "default_baseline_ratio_goal")]
+    pub baseline_ratio_goal: f64,
+}
+
+fn default_efficiency_goal() -> f64 {
+    0.9
+}
+fn default_baseline_ratio_goal() -> f64 {
+    4.0
 }
 
 fn default_settle() -> Span {
@@ -554,7 +584,40 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
             }
         }
     }
+    if let Some(scaling) = &scenario.scaling {
+        check_scaling(&scenario, scaling)?;
+    }
     Ok(scenario)
+}
+
+/// A scaling run needs fleet sizes to compare, a per-worker QPS to be bound by, and no faults.
+fn check_scaling(scenario: &Scenario, scaling: &ScalingSpec) -> Result<(), ParseFailure> {
+    let invalid =
+        |field: &str, reason: &str| Err(ParseFailure::Invalid { field: field.into(), reason: reason.into() });
+    if scaling.workers.is_empty() || scaling.workers.contains(&0) {
+        return invalid("scaling.workers", "must list fleet sizes of at least one worker");
+    }
+    if !scaling.workers.is_sorted_by(|a, b| a < b) {
+        return invalid("scaling.workers", "must be ascending, each size once");
+    }
+    if scenario.fleet.kube_api_qps.is_none_or(|q| !(q.is_finite() && q > 0.0)) {
+        return invalid("fleet.kube_api_qps", "a scaling run limits each worker to this QPS; set it");
+    }
+    if scenario.fleet.standalone {
+        return invalid("fleet.standalone", "a scaling run starts fleets (and the baseline itself)");
+    }
+    if !scenario.faults.is_empty() {
+        return invalid("faults", "a scaling run measures throughput without faults");
+    }
+    for (field, goal) in [
+        ("scaling.efficiency_goal", scaling.efficiency_goal),
+        ("scaling.baseline_ratio_goal", scaling.baseline_ratio_goal),
+    ] {
+        if !(goal.is_finite() && goal >= 0.0) {
+            return invalid(field, "must be a number, 0 or more");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -603,6 +666,10 @@ mod tests {
         assert!(e.contains("faults[0].api.rules[0]") && e.contains("unknown field `verbs`"), "{e}");
         let e = error("duration: 1s\nfleet: {shards: 12}\nworkload: {}\n");
         assert_eq!(e, "fleet.shards: must be a power of two");
+        let e = error("duration: 1s\nfleet: {kube_api_qps: 50}\nworkload: {}\nscaling: {workers: [2, 1]}\n");
+        assert_eq!(e, "scaling.workers: must be ascending, each size once");
+        let e = error("duration: 1s\nworkload: {}\nscaling: {workers: [1, 2]}\n");
+        assert!(e.starts_with("fleet.kube_api_qps: "), "{e}");
         let e = error("duration: 1s\nworkload:\n  cronjobs: [{name: c, schedule: '* * *'}]\n");
         assert!(e.starts_with("workload.cronjobs[0].schedule: "), "{e}");
     }

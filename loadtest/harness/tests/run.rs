@@ -99,6 +99,30 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
     assert_eq!(report["jobs"]["created"], 76, "{:#}", report["jobs"]);
     assert_eq!(report["jobs"]["unfinished"], 0, "{:#}", report["jobs"]);
     assert_eq!(report["latency_seconds"]["job_created_to_finished"]["count"], 76);
+    // Cron skew and TTL lag from what the run saw, the throughput over time as a series and a plot.
+    assert!(report["cron_skew_seconds"]["count"].as_u64() >= Some(2), "{:#}", report["cron_skew_seconds"]);
+    assert_eq!(report["ttl_lag_seconds"]["count"], 10, "{:#}", report["ttl_lag_seconds"]);
+    let completed: f64 = report["throughput"]["per_second"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p[1].as_f64())
+        .sum();
+    assert_eq!(
+        report["throughput"]["pods_completed"].as_f64(),
+        Some(completed),
+        "{:#}",
+        report["throughput"]
+    );
+    assert!(completed >= 60.0 * 3.0 + 4.0 * 4.0 + 10.0, "{:#}", report["throughput"]);
+    let finished: f64 = report["throughput"]["per_second"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p[2].as_f64())
+        .sum();
+    assert_eq!(report["throughput"]["jobs_finished"].as_f64(), Some(finished), "{:#}", report["throughput"]);
+    assert!(out.join("throughput.svg").is_file());
     let faults: Vec<&str> =
         report["faults"].as_array().expect("faults").iter().filter_map(|f| f["result"].as_str()).collect();
     assert_eq!(faults, ["started w-2", "SIGKILL", "SIGSTOP, SIGCONT after 7s"]);

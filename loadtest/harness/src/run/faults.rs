@@ -26,7 +26,8 @@ pub struct FaultRecord {
 /// What faults act on.
 pub struct Targets<'a> {
     pub fleet: &'a mut FleetProcesses,
-    pub sim: &'a SimCluster,
+    /// The sim, when the harness started it (`api-faults` need it).
+    pub sim: Option<&'a SimCluster>,
     pub etcd: Option<&'a mut EtcdProcess>,
 }
 
@@ -155,7 +156,7 @@ async fn apply(
         FaultAction::ApiFaults => {
             let config = fault.api.clone().unwrap_or_default().to_sim();
             let rules = config.rules.len();
-            targets.sim.faults().configure(config);
+            targets.sim.context("api-faults need the sim the harness starts")?.faults().configure(config);
             Ok(format!("{rules} API fault rules set"))
         }
         FaultAction::RestartEtcd => {

@@ -1,11 +1,15 @@
-//! `loadtest run SCENARIO`: the sim cluster (in this process, with its audit log), the fleet as
-//! processes beside it, a scenario's workload and faults over time with live progress, then the
-//! audits from the server's side, the goals, and the report in the run's folder.
+//! `loadtest run SCENARIO`: the sim cluster (in this process, with its audit log) or any cluster
+//! through a kubeconfig, the fleet as processes beside it (or the one already deployed), a
+//! scenario's workload and faults over time with live progress, then the audits from the
+//! server's side, the goals, and the report in the run's folder.
 
 mod expect;
 mod faults;
 mod progress;
+mod replay;
 mod report;
+mod scaling;
+mod target;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -20,7 +24,6 @@ use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
 use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
 use batchfleet_sim::audit::AuditEvent;
-use batchfleet_sim::{SimCluster, SimConfig};
 use jiff::Timestamp;
 use tokio::process::Child;
 use tokio::time::Instant;
@@ -30,6 +33,8 @@ use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction, Scenario, Store};
 use progress::Progress;
 use report::{HARNESS, JobCounts, Latencies, Report};
+pub use target::{FleetChoice, TargetArgs};
+use target::{RUN_LABEL, Target};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -39,6 +44,24 @@ pub struct RunArgs {
     /// harness's own log (default target/loadtest/<scenario>-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Then run the same workload again under one `fleet-worker --standalone` on a fresh sim
+    /// (in `<out>/replay`), and fail the audit `jobs-finish-as-standalone` for every Job whose
+    /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
+    #[arg(long)]
+    pub replay: bool,
+}
+
+/// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
+/// field, or the fault the target cannot apply.
+pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
+    let (name, scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    if args.replay && scenario.scaling.is_some() {
+        return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
+    }
+    let scenario = target::fit(scenario, &args.target).map_err(|e| format!("{}: {e}", args.scenario))?;
+    Ok((name, scenario))
 }
 
 /// `target/loadtest/<scenario>-<UTC time>` of the workspace.
@@ -53,10 +76,12 @@ const START_WITHIN: Duration = Duration::from_secs(240);
 /// audit's window closes this much (wall time) before it.
 const CRON_WINDOW_LAG: Duration = Duration::from_secs(5);
 
-/// The controllers beside the sim; every process is killed when dropped.
+/// The controllers beside the cluster; every process is killed when dropped.
 enum Controllers {
     Fleet(FleetProcesses),
     Standalone(Child),
+    /// Already deployed on the cluster (`--fleet none`): none of the harness's.
+    Deployed,
 }
 
 impl Controllers {
@@ -133,6 +158,7 @@ impl Controllers {
                 let _ = worker.start_kill();
                 let _ = worker.wait().await;
             }
+            Self::Deployed => {}
         }
     }
 
@@ -144,6 +170,7 @@ impl Controllers {
                 .chain(fleet.workers.iter().map(|(id, _)| id.clone()))
                 .collect(),
             Self::Standalone(_) => vec!["standalone".into()],
+            Self::Deployed => Vec::new(),
         };
         names.into_iter().map(|n| (n.clone(), dir.join(format!("{n}.log")))).collect()
     }
@@ -182,7 +209,9 @@ fn settled(seen: &ObjectsSeen) -> bool {
 struct Observed<'a> {
     scenario: &'a Scenario,
     seen: &'a ObjectsSeen,
-    events: &'a [AuditEvent],
+    /// The sim's audit log; `None` against a cluster through a kubeconfig, where the audits
+    /// come from the watches alone.
+    events: Option<&'a [AuditEvent]>,
     namespaces: &'a [String],
     /// Per shard, its changes of owner (epoch − 1).
     moves: &'a BTreeMap<u32, u64>,
@@ -217,14 +246,39 @@ fn errors_faults_cause(faults: &[Fault]) -> Vec<ExpectedError> {
     expected
 }
 
+/// Why the tenure audit cannot be made from watches: it needs who wrote each object.
+const TENURES_NEED_THE_AUDIT_LOG: &str = "needs the audit log (which worker sent each write); watches show \
+     only managedFields managers, and every worker writes as manager `fleet-worker`";
+
 /// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
 fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
     let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
-    let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
+    let (deletes, source) = match o.events {
+        Some(events) => (jobs::job_deletes(events), jobs::DeleteSource::AuditLog),
+        None => (jobs::watched_deletes(o.seen), jobs::DeleteSource::Watch),
+    };
+    let ttl = jobs::ttl_respected(o.seen, &deletes, source, o.end, ttl_grace, o.clock);
     let expected_errors = errors_faults_cause(&scenario.faults);
+    let tenures = match o.events {
+        Some(events) => tenure::tenures_never_overlap(events, scenario.fleet.shards, o.moves, in_scope),
+        None => Outcome::skipped(
+            "shard-tenures-never-overlap",
+            "writers of a shard switch at most once per move",
+            TENURES_NEED_THE_AUDIT_LOG,
+        ),
+    };
+    let logged = if o.log_files.is_empty() {
+        Outcome::skipped(
+            "no-panic-or-error-logged",
+            "no panic or ERROR line in any fleet process's log",
+            "the harness started no fleet process (--fleet none); the deployed fleet's logs are not its to read",
+        )
+    } else {
+        logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors)
+    };
     let mut audits = vec![
         Outcome::from_violations(
             "all-jobs-created",
@@ -233,7 +287,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
             "Jobs planned",
             o.create_errors.to_vec(),
         ),
-        tenure::tenures_never_overlap(o.events, scenario.fleet.shards, o.moves, in_scope),
+        tenures,
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
@@ -241,7 +295,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
         }),
         objects::job_names_created_once(o.seen),
         ttl.outcome,
-        logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
+        logged,
     ];
     if !o.cronjobs.is_empty() {
         let (from, to) = o.cron_window;
@@ -250,9 +304,67 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
     (audits, ttl.lags)
 }
 
-/// Runs `scenario` with its output in `out`; answers whether every audit and goal passed, and
-/// the report's path.
-pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
+/// The etcd store's process, when the harness starts the fleet on it.
+async fn start_store(
+    scenario: &Scenario,
+    controllers: FleetChoice,
+    out: &Path,
+    logs_dir: &Path,
+    sampler: &UsageSampler,
+) -> anyhow::Result<Option<EtcdProcess>> {
+    if scenario.fleet.store != Store::Etcd || scenario.fleet.standalone || controllers == FleetChoice::None {
+        return Ok(None);
+    }
+    let etcd = fleet_processes::start_etcd(&out.join("etcd-data"), logs_dir, Duration::from_secs(30)).await?;
+    sampler.register("etcd", etcd.child.id());
+    Ok(Some(etcd))
+}
+
+/// Runs `scenario` against `target` (a scaling run: each of its runs) with its output in
+/// `out`; answers whether every audit and goal passed, and the report's path.
+pub async fn run(
+    name: &str,
+    scenario: Scenario,
+    out: &Path,
+    target: &TargetArgs,
+    replay: bool,
+) -> anyhow::Result<(bool, PathBuf)> {
+    if let Some(spec) = scenario.scaling.clone() {
+        return scaling::run(name, scenario, &spec, out).await;
+    }
+    let mut report = run_once(name, scenario.clone(), out, target).await?;
+    if replay {
+        println!("\nreplaying the workload under one fleet-worker --standalone");
+        let dir = out.join("replay");
+        std::fs::create_dir_all(&dir)?;
+        let standalone =
+            run_once(&format!("{name}-replay"), replay::standalone(&scenario), &dir, &TargetArgs::default())
+                .await
+                .context("the replay under a standalone worker")?;
+        let path = write_report(&standalone, &dir)?;
+        println!();
+        report.add_audit(replay::same_as_standalone(
+            &report.final_statuses,
+            &standalone.final_statuses,
+            &report.namespaces,
+        ));
+        report.files.insert("replay_report".into(), path.display().to_string());
+    }
+    let path = write_report(&report, out)?;
+    Ok((report.passed, path))
+}
+
+/// `report` as `out/report.json`, and its summary on the terminal.
+fn write_report(report: &Report, out: &Path) -> anyhow::Result<PathBuf> {
+    let path = out.join("report.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    print!("{}", report::summary(report));
+    Ok(path)
+}
+
+/// One run of `scenario`, its output in `out`; answers its report (not yet written).
+async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArgs) -> anyhow::Result<Report> {
     let started = Timestamp::now();
     let wall = Instant::now();
     let logs_dir = out.join("logs");
@@ -260,48 +372,37 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let sampler = UsageSampler::start(Duration::from_millis(500));
     sampler.register(HARNESS, Some(std::process::id()));
 
-    let audit_path = out.join("audit.log");
-    let sim = SimCluster::start(SimConfig {
-        nodes: scenario.sim.nodes,
-        audit_log: Some(audit_path.clone()),
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    tracing::info!(url = %sim.url(), "sim cluster started");
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let cluster = Target::start(&scenario, target.kubeconfig.as_deref(), out).await?;
+    let client = cluster.client.clone();
+    let run_label = target::run_label_value();
+    let label = (RUN_LABEL, run_label.as_str());
     let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
     workload::create_namespaces(&client, &namespaces).await?;
 
-    let mut etcd: Option<EtcdProcess> = match scenario.fleet.store {
-        Store::Etcd if !scenario.fleet.standalone => {
-            let etcd =
-                fleet_processes::start_etcd(&out.join("etcd-data"), &logs_dir, Duration::from_secs(30))
-                    .await?;
-            sampler.register("etcd", etcd.child.id());
-            Some(etcd)
-        }
-        _ => None,
-    };
+    let mut etcd = start_store(&scenario, target.fleet, out, &logs_dir, &sampler).await?;
     let store_flags = match &etcd {
         Some(etcd) => vec!["--store".into(), "etcd".into(), "--etcd-endpoints".into(), etcd.endpoint.clone()],
         None => Vec::new(),
     };
     let clock = CronClock::starting_now(scenario.fleet.cron_clock_speed);
     println!("scenario {name}: {}", scenario.description);
-    println!("starting the fleet (logs in {})", logs_dir.display());
-    let mut controllers =
-        Controllers::start(&scenario, &kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?;
-    let watch = ObjectWatch::start(&client, Duration::from_secs(30)).await?;
-    let cronjobs = workload::create_cronjobs(&client, &scenario.workload, &namespaces).await?;
+    let mut controllers = if target.fleet == FleetChoice::None {
+        println!("using the controllers deployed on the cluster of {}", cluster.kubeconfig.display());
+        Controllers::Deployed
+    } else {
+        println!("starting the fleet (logs in {})", logs_dir.display());
+        Controllers::start(&scenario, &cluster.kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?
+    };
+    let selector = format!("{RUN_LABEL}={run_label}");
+    let watch = ObjectWatch::start_selected(&client, Duration::from_secs(30), Some(&selector)).await?;
+    let cronjobs = workload::create_cronjobs(&client, &scenario.workload, &namespaces, label).await?;
     let cron_from = clock.now();
 
     let planned = workload::planned_jobs(&scenario.workload, scenario.duration.0);
     let sent = Arc::new(workload::Sent::default());
     let progress = Progress::start(planned, sent.clone(), watch.seen.clone());
     let start = Instant::now();
+    let workload_started = Timestamp::now();
     let until = start + scenario.duration.0;
     progress.status(format!("workload for {}", scenario.duration));
     let on_fault = |f: &faults::FaultRecord| {
@@ -312,8 +413,8 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         client.clone(),
         scenario.workload.clone(),
         namespaces.clone(),
-        start,
-        until,
+        (start, until),
+        label,
         sent.clone(),
     );
     let fault_records = match &mut controllers {
@@ -321,7 +422,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
             let (_, records, _) = tokio::join!(
                 generate,
                 faults::run(
-                    faults::Targets { fleet, sim: &sim, etcd: etcd.as_mut() },
+                    faults::Targets { fleet, sim: cluster.sim.as_ref(), etcd: etcd.as_mut() },
                     &scenario.faults,
                     start,
                     &sampler,
@@ -331,7 +432,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
             );
             records
         }
-        Controllers::Standalone(_) => {
+        Controllers::Standalone(_) | Controllers::Deployed => {
             tokio::join!(generate, tokio::time::sleep_until(until));
             Vec::new()
         }
@@ -352,7 +453,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         Controllers::Fleet(fleet) => {
             fleet.shard_epochs().await.context("reading shard epochs from the leader")?
         }
-        Controllers::Standalone(_) => BTreeMap::new(),
+        Controllers::Standalone(_) | Controllers::Deployed => BTreeMap::new(),
     };
     let moves: BTreeMap<u32, u64> = epochs.into_iter().map(|(s, e)| (s, e.saturating_sub(1))).collect();
     let usage = sampler.finish();
@@ -364,13 +465,20 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     }
     let seen = std::mem::take(&mut *watch.seen.lock());
     drop(watch);
-    let events = settled_audit_log(&audit_path).await?;
+    let events = match &cluster.audit_log {
+        Some(path) => Some(settled_audit_log(path).await?),
+        None => None,
+    };
+    if cluster.sim.is_none() {
+        // What the run made on a cluster that outlives it goes with the run.
+        workload::delete_namespaces(&client, &namespaces).await;
+    }
 
     let create_errors = sent.errors.lock().clone();
     let (audits, ttl_lags) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
-        events: &events,
+        events: events.as_deref(),
         namespaces: &namespaces,
         moves: &moves,
         cronjobs: &cronjobs,
@@ -393,38 +501,50 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     }
     let latency = report::latency_table(&latencies);
     let ttl_lag = report::Percentiles::of(&ttl_lags);
+    let cron_skew = report::Percentiles::of(&cron::skews(&seen, &cronjobs, &clock));
+    let jobs_finished: Vec<Timestamp> =
+        seen.jobs.values().filter_map(|j| Some(j.finished.as_ref()?.seen)).collect();
+    let throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, workload_started);
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
-    let passed = audits.iter().chain(&goals).all(|o| o.passed);
-    let violations = audits
-        .iter()
-        .chain(&goals)
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
+    let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {
         seen.jobs.values().filter(|j| j.finished.as_ref().is_some_and(|f| f.condition == c)).count()
     };
-    let plot_path = out.join("latency-cdf.svg");
-    let plot_result = report::plot_latencies(&plot_path, name, &latencies);
-    if let Err(e) = &plot_result {
-        tracing::warn!(error = %e, "plotting the latencies failed");
-    }
     let mut files = BTreeMap::from([
-        ("audit_log".to_string(), audit_path.display().to_string()),
         ("process_logs".to_string(), logs_dir.display().to_string()),
         ("harness_log".to_string(), out.join("loadtest.log").display().to_string()),
-        ("kubeconfig".to_string(), kubeconfig.display().to_string()),
+        ("kubeconfig".to_string(), cluster.kubeconfig.display().to_string()),
     ]);
-    if plot_result.is_ok() {
-        files.insert("latency_cdf".into(), plot_path.display().to_string());
+    if let Some(path) = &cluster.audit_log {
+        files.insert("audit_log".into(), path.display().to_string());
     }
+    let latency_plot = out.join("latency-cdf.svg");
+    let drawn = report::plot_latencies(&latency_plot, name, &latencies);
+    report::record_plot(&mut files, "latency_cdf", &latency_plot, drawn);
+    let throughput_plot = out.join("throughput.svg");
+    let drawn = report::plot_throughput(&throughput_plot, name, &throughput);
+    report::record_plot(&mut files, "throughput", &throughput_plot, drawn);
     let report = Report {
         scenario: name.to_string(),
         description: scenario.description.clone(),
         started: started.to_string(),
         wall_seconds: report::seconds(wall.elapsed()),
         passed,
+        cluster: match &target.kubeconfig {
+            Some(_) => format!("kubeconfig {}", cluster.kubeconfig.display()),
+            None => "the sim, started by the harness".into(),
+        },
+        fleet: match (target.fleet, scenario.fleet.standalone) {
+            (FleetChoice::None, _) => "deployed (not started by the harness)".into(),
+            (_, true) => "fleet-worker --standalone, started by the harness".into(),
+            (_, false) => format!(
+                "{} coordinators and {} workers, started by the harness",
+                scenario.fleet.coordinators, scenario.fleet.workers
+            ),
+        },
+        audits_from: if events.is_some() { "audit log and watches" } else { "watches" }.into(),
         audits,
         goals,
         violations,
@@ -439,15 +559,15 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         },
         latency_seconds: latency,
         ttl_lag_seconds: ttl_lag,
+        cron_skew_seconds: cron_skew,
+        throughput,
         faults: fault_records,
         processes,
-        api_requests: api_usage::requests_by_process(&events),
+        api_requests: events.as_deref().map(api_usage::requests_by_process),
         files,
+        final_statuses: replay::final_statuses(&seen, &namespaces, &scenario.workload),
+        namespaces,
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("writing {}", path.display()))?;
-    print!("{}", report::summary(&report));
-    drop(sim);
-    Ok((passed, path))
+    drop(cluster);
+    Ok(report)
 }

@@ -54,6 +54,100 @@ pub struct Latencies {
     pub finished: Vec<f64>,
 }
 
+/// Pods completed (Succeeded or Failed, as the watch saw them) and Jobs finished (Complete or
+/// Failed) over the run.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Throughput {
+    pub pods_completed: usize,
+    /// Completions per second between the times 10 % and 90 % of them were seen: the steady
+    /// rate, without the ramp up and the tail.
+    pub steady_pods_per_second: f64,
+    pub jobs_finished: usize,
+    /// 90 % of the Jobs ÷ the seconds from the workload's start until they had finished: for a
+    /// workload sent at once (the scaling run's), the rate the controllers finish Jobs end to
+    /// end, every write of each counted (a Job's pods complete long before its last status
+    /// write when the client rate is what bounds them).
+    pub jobs_per_second_to_90_percent: f64,
+    /// `[second since the workload started, pods completed, Jobs finished in that second]`.
+    pub per_second: Vec<[f64; 3]>,
+}
+
+/// Seconds since `start` of each time, ascending.
+fn offsets(times: &[jiff::Timestamp], start: jiff::Timestamp) -> Vec<f64> {
+    let mut offsets: Vec<f64> =
+        times.iter().map(|t| t.duration_since(start).as_secs_f64().max(0.0)).collect();
+    offsets.sort_by(f64::total_cmp);
+    offsets
+}
+
+impl Throughput {
+    /// From the pods' completion and the Jobs' finish times, against the workload's start.
+    pub fn of(pods: &[jiff::Timestamp], jobs: &[jiff::Timestamp], start: jiff::Timestamp) -> Self {
+        let (pods, jobs) = (offsets(pods, start), offsets(jobs, start));
+        let last = pods
+            .last()
+            .copied()
+            .into_iter()
+            .chain(jobs.last().copied())
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let mut per_second: Vec<[f64; 3]> = match last {
+            Some(last) => (0..=last.floor() as usize).map(|s| [s as f64, 0.0, 0.0]).collect(),
+            None => Vec::new(),
+        };
+        for (column, times) in [(1, &pods), (2, &jobs)] {
+            for o in times {
+                per_second[o.floor() as usize][column] += 1.0;
+            }
+        }
+        let to_90_percent = match jobs.len() {
+            0 => 0.0,
+            n => {
+                let k = (n * 9).div_ceil(10);
+                let t = jobs[k - 1];
+                if t > 0.0 { k as f64 / t } else { 0.0 }
+            }
+        };
+        Self {
+            pods_completed: pods.len(),
+            steady_pods_per_second: steady_rate(&pods),
+            jobs_finished: jobs.len(),
+            jobs_per_second_to_90_percent: to_90_percent,
+            per_second,
+        }
+    }
+}
+
+/// Events per second between the 10th and 90th percentile of `sorted` times; over the whole
+/// span when that window is too short to measure.
+fn steady_rate(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let (lo, hi) = (n / 10, n - 1 - n / 10);
+    let span = sorted[hi] - sorted[lo];
+    if hi > lo && span > 0.0 {
+        return (hi - lo) as f64 / span;
+    }
+    let whole = sorted[n - 1] - sorted[0];
+    if whole > 0.0 { (n - 1) as f64 / whole } else { 0.0 }
+}
+
+pub fn plot_throughput(path: &Path, scenario: &str, throughput: &Throughput) -> anyhow::Result<()> {
+    let column = |i: usize| throughput.per_second.iter().map(|p| (p[0], p[i])).collect();
+    let series = [
+        Series { name: "pods completed per second".into(), points: column(1) },
+        Series { name: "Jobs finished per second".into(), points: column(2) },
+    ];
+    plot::line_chart(
+        path,
+        &format!("{scenario}: throughput over time"),
+        ("seconds since the workload started", "per second"),
+        &series,
+        false,
+    )
+}
+
 #[derive(Debug, Serialize)]
 pub struct JobCounts {
     pub planned: usize,
@@ -80,17 +174,58 @@ pub struct Report {
     pub started: String,
     pub wall_seconds: f64,
     pub passed: bool,
+    /// The cluster the run went against, and who ran the controllers on it.
+    pub cluster: String,
+    pub fleet: String,
+    /// What the audits were made from: the sim's audit log and watches, or watches alone.
+    pub audits_from: String,
     pub audits: Vec<Outcome>,
     pub goals: Vec<Outcome>,
     /// The violations of each failed audit or goal (the first few).
     pub violations: BTreeMap<String, Vec<String>>,
     pub jobs: JobCounts,
     pub latency_seconds: BTreeMap<String, Percentiles>,
+    /// Finish + TTL → the delete (from the audit log, or as a watch saw it).
     pub ttl_lag_seconds: Percentiles,
+    /// A CronJob's scheduled time → its Job seen (wall seconds).
+    pub cron_skew_seconds: Percentiles,
+    pub throughput: Throughput,
     pub faults: Vec<FaultRecord>,
     pub processes: Vec<ProcessReport>,
-    pub api_requests: Vec<RequestCount>,
+    /// From the audit log; `null` without one (a cluster through a kubeconfig).
+    pub api_requests: Option<Vec<RequestCount>>,
     pub files: BTreeMap<String, String>,
+    /// Each workload Job's final status, for a replay to compare.
+    #[serde(skip)]
+    pub final_statuses: super::replay::FinalStatuses,
+    #[serde(skip)]
+    pub namespaces: Vec<String>,
+}
+
+/// The violations of each outcome that has any, by its name.
+pub fn violations<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> BTreeMap<String, Vec<String>> {
+    outcomes.filter(|o| !o.violations.is_empty()).map(|o| (o.name.clone(), o.violations.clone())).collect()
+}
+
+/// Lists a plot among the report's files as `key`, or logs why it is missing.
+pub fn record_plot(files: &mut BTreeMap<String, String>, key: &str, path: &Path, drawn: anyhow::Result<()>) {
+    match drawn {
+        Ok(()) => {
+            files.insert(key.into(), path.display().to_string());
+        }
+        Err(e) => tracing::warn!(error = %e, plot = key, "plotting failed"),
+    }
+}
+
+impl Report {
+    /// One more audit, counted in `passed` and `violations`.
+    pub fn add_audit(&mut self, audit: Outcome) {
+        self.passed &= audit.not_failed();
+        if !audit.violations.is_empty() {
+            self.violations.insert(audit.name.clone(), audit.violations.clone());
+        }
+        self.audits.push(audit);
+    }
 }
 
 pub fn processes(usage: &BTreeMap<String, ProcessUsage>) -> Vec<ProcessReport> {
@@ -111,6 +246,7 @@ fn at_most(name: &str, goal: Span, measured: f64, what: &str) -> Outcome {
         target: format!("≤ {goal}"),
         measured: format!("{measured:.3} s {what}"),
         passed: measured <= goal.0.as_secs_f64(),
+        skipped: None,
         violations: Vec::new(),
     }
 }
@@ -132,6 +268,7 @@ pub fn goals(
                     target: format!("≤ {goal}"),
                     measured: "no sample".into(),
                     passed: false,
+                    skipped: None,
                     violations: Vec::new(),
                 }),
             }
@@ -155,6 +292,7 @@ pub fn goals(
             target: format!("≤ {limit} MiB per fleet process"),
             measured: format!("{peak:.1} MiB ({name})"),
             passed: peak <= limit,
+            skipped: None,
             violations: Vec::new(),
         });
     }
@@ -194,6 +332,11 @@ pub fn summary(report: &Report) -> String {
     let mut s = String::new();
     let verdict = if report.passed { "PASSED" } else { "FAILED" };
     let _ = writeln!(s, "scenario {} {verdict} in {:.0} s", report.scenario, report.wall_seconds);
+    let _ = writeln!(
+        s,
+        "cluster: {}; fleet: {}; audits from {}",
+        report.cluster, report.fleet, report.audits_from
+    );
     let j = &report.jobs;
     let _ = writeln!(
         s,
@@ -203,7 +346,11 @@ pub fn summary(report: &Report) -> String {
     for (title, list) in [("audits", &report.audits), ("goals", &report.goals)] {
         let _ = writeln!(s, "{title}:");
         for o in list.iter() {
-            let mark = if o.passed { "ok  " } else { "FAIL" };
+            let mark = match (o.passed, &o.skipped) {
+                (true, _) => "ok  ",
+                (false, Some(_)) => "SKIP",
+                (false, None) => "FAIL",
+            };
             let _ = writeln!(s, "  {mark} {:<36} {} (target: {})", o.name, o.measured, o.target);
             for v in report.violations.get(&o.name).into_iter().flatten().take(5) {
                 let _ = writeln!(s, "         {v}");
@@ -218,12 +365,39 @@ pub fn summary(report: &Report) -> String {
             p.count, p.p50, p.p90, p.p99, p.max
         );
     }
+    for (name, p) in [
+        ("cron skew (scheduled → created)", &report.cron_skew_seconds),
+        ("TTL lag (expiry → deleted)", &report.ttl_lag_seconds),
+    ] {
+        if p.count > 0 {
+            let _ = writeln!(
+                s,
+                "  {name:<32} {:>6} {:>6.2} {:>6.2} {:>6.2} {:>6.2}",
+                p.count, p.p50, p.p90, p.p99, p.max
+            );
+        }
+    }
+    let t = &report.throughput;
+    let peak = t.per_second.iter().map(|p| p[1]).fold(0.0, f64::max);
+    let _ = writeln!(
+        s,
+        "throughput: {} pods completed, {:.1}/s steady (10–90 % of them), peak {peak:.0} in a second; \
+         {} Jobs finished, 90 % of them at {:.1}/s",
+        t.pods_completed, t.steady_pods_per_second, t.jobs_finished, t.jobs_per_second_to_90_percent
+    );
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {
         let _ = writeln!(s, "  {:<32} {:>6.1} {:>8.1}", p.name, p.cpu_seconds, p.peak_rss_mib);
     }
-    let requests: u64 = report.api_requests.iter().map(|r| r.requests).sum();
-    let _ = writeln!(s, "API requests: {requests} (by verb, resource and process in the report)");
+    match &report.api_requests {
+        Some(counts) => {
+            let requests: u64 = counts.iter().map(|r| r.requests).sum();
+            let _ = writeln!(s, "API requests: {requests} (by verb, resource and process in the report)");
+        }
+        None => {
+            let _ = writeln!(s, "API requests: not counted (no audit log on this cluster)");
+        }
+    }
     s
 }
 
@@ -242,5 +416,27 @@ mod tests {
         let p = Percentiles::of(&samples);
         assert_eq!((p.count, p.p50, p.p90, p.p99, p.max), (100, 50.0, 90.0, 99.0, 100.0));
         assert_eq!(Percentiles::of(&[]), Percentiles::default());
+    }
+
+    #[test]
+    fn throughput_counts_each_second_and_the_steady_rate_leaves_out_ramp_and_tail() {
+        let start: jiff::Timestamp = "2026-11-26T10:00:00Z".parse().expect("time");
+        let at = |ms: i64| start + jiff::SignedDuration::from_millis(ms);
+        // 100 completions at 20/s from 1 s, then a straggler at 30 s.
+        let mut times: Vec<jiff::Timestamp> = (0..100).map(|i| at(1000 + i * 50)).collect();
+        times.push(at(30_000));
+        // Ten Jobs finishing one a second from 1 s: 90 % of them (9) by 9 s.
+        let jobs: Vec<jiff::Timestamp> = (1..=10).map(|i| at(i * 1000)).collect();
+        let t = Throughput::of(&times, &jobs, start);
+        assert_eq!((t.pods_completed, t.jobs_finished), (101, 10));
+        assert_eq!(t.jobs_per_second_to_90_percent, 1.0);
+        assert_eq!(t.per_second.len(), 31);
+        assert_eq!((t.per_second[3][2], t.per_second[30][2]), (1.0, 0.0));
+        assert_eq!(
+            (t.per_second[0][1], t.per_second[1][1], t.per_second[5][1], t.per_second[30][1]),
+            (0.0, 20.0, 20.0, 1.0)
+        );
+        assert!((t.steady_pods_per_second - 20.0).abs() < 0.5, "{}", t.steady_pods_per_second);
+        assert_eq!(Throughput::of(&[], &[], start), Throughput::default());
     }
 }

@@ -38,20 +38,23 @@ fn annotations(pod: &PodBehaviour) -> Value {
     Value::Object(out)
 }
 
-fn pod_template(pod: &PodBehaviour) -> Value {
+/// The run's label (`key: value`) on the workload's objects, so that its watches select them.
+pub type RunLabel<'a> = (&'a str, &'a str);
+
+fn pod_template(pod: &PodBehaviour, label: RunLabel<'_>) -> Value {
     json!({
-        "metadata": {"annotations": annotations(pod)},
+        "metadata": {"annotations": annotations(pod), "labels": {label.0: label.1}},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}
     })
 }
 
 /// The Job `<spec.name>-<n>`; completions always set, so that no Job is a work queue.
-pub fn job_object(spec: &JobSpec, n: usize) -> anyhow::Result<Job> {
+pub fn job_object(spec: &JobSpec, n: usize, label: RunLabel<'_>) -> anyhow::Result<Job> {
     let mut job_spec = json!({
         "completions": spec.completions.unwrap_or(1),
         "parallelism": spec.parallelism.unwrap_or(1),
         "completionMode": if spec.indexed { "Indexed" } else { "NonIndexed" },
-        "template": pod_template(&spec.pod),
+        "template": pod_template(&spec.pod, label),
     });
     if let Some(limit) = spec.backoff_limit {
         job_spec["backoffLimit"] = json!(limit);
@@ -61,17 +64,18 @@ pub fn job_object(spec: &JobSpec, n: usize) -> anyhow::Result<Job> {
     }
     Ok(serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": format!("{}-{n}", spec.name)},
+        "metadata": {"name": format!("{}-{n}", spec.name), "labels": {label.0: label.1}},
         "spec": job_spec,
     }))?)
 }
 
-fn cronjob_object(spec: &CronJobSpec) -> anyhow::Result<CronJob> {
+fn cronjob_object(spec: &CronJobSpec, label: RunLabel<'_>) -> anyhow::Result<CronJob> {
     // History kept whole, so that every Job a scheduled time created is still there to count.
     Ok(serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": spec.name},
         "spec": {"schedule": spec.schedule, "successfulJobsHistoryLimit": 1000, "failedJobsHistoryLimit": 1000,
-                 "jobTemplate": {"spec": {"template": pod_template(&spec.pod)}}}
+                 "jobTemplate": {"metadata": {"labels": {label.0: label.1}},
+                                 "spec": {"template": pod_template(&spec.pod, label)}}}
     }))?)
 }
 
@@ -88,16 +92,27 @@ pub async fn create_namespaces(client: &kube::Client, names: &[String]) -> anyho
     Ok(())
 }
 
+/// Deletes the run's namespaces (and with them all it made), without waiting for them to go.
+pub async fn delete_namespaces(client: &kube::Client, names: &[String]) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    for name in names {
+        if let Err(e) = api.delete(name, &kube::api::DeleteParams::background()).await {
+            tracing::warn!(namespace = %name, error = %e, "deleting a namespace of the run failed");
+        }
+    }
+}
+
 /// The CronJobs of the workload, each in the first `namespaces` namespaces (default all);
 /// answers (namespace, name, schedule) of each.
 pub async fn create_cronjobs(
     client: &kube::Client,
     workload: &WorkloadSpec,
     namespaces: &[String],
+    label: RunLabel<'_>,
 ) -> anyhow::Result<Vec<batchfleet_audits::cron::CronJobUnderTest>> {
     let mut created = Vec::new();
     for spec in &workload.cronjobs {
-        let cj = cronjob_object(spec)?;
+        let cj = cronjob_object(spec, label)?;
         for ns in namespaces.iter().take(spec.namespaces.unwrap_or(namespaces.len())) {
             let api: Api<CronJob> = Api::namespaced(client.clone(), ns);
             api.create(&PostParams::default(), &cj)
@@ -146,13 +161,15 @@ pub async fn send_jobs(
     client: kube::Client,
     workload: WorkloadSpec,
     namespaces: Vec<String>,
-    start: Instant,
-    until: Instant,
+    (start, until): (Instant, Instant),
+    label: RunLabel<'_>,
     sent: Arc<Sent>,
 ) {
+    let label: Arc<(String, String)> = Arc::new((label.0.into(), label.1.into()));
     let streams = workload.jobs.iter().cloned().map(|spec| {
-        let (client, namespaces, sent) = (client.clone(), namespaces.clone(), sent.clone());
-        tokio::spawn(async move { send_stream(client, spec, namespaces, start, until, sent).await })
+        let (client, namespaces, sent, label) =
+            (client.clone(), namespaces.clone(), sent.clone(), label.clone());
+        tokio::spawn(async move { send_stream(client, spec, namespaces, (start, until), label, sent).await })
     });
     for stream in streams.collect::<Vec<_>>() {
         let _ = stream.await;
@@ -166,8 +183,8 @@ async fn send_stream(
     client: kube::Client,
     spec: JobSpec,
     namespaces: Vec<String>,
-    start: Instant,
-    until: Instant,
+    (start, until): (Instant, Instant),
+    label: Arc<(String, String)>,
     sent: Arc<Sent>,
 ) {
     let limit = Arc::new(tokio::sync::Semaphore::new(CREATES_IN_FLIGHT));
@@ -181,10 +198,10 @@ async fn send_stream(
         tokio::time::sleep_until(due).await;
         let Ok(permit) = limit.clone().acquire_owned().await else { break };
         let ns = namespaces[n % namespaces.len()].clone();
-        let (client, spec, sent) = (client.clone(), spec.clone(), sent.clone());
+        let (client, spec, sent, label) = (client.clone(), spec.clone(), sent.clone(), label.clone());
         in_flight.push(tokio::spawn(async move {
             let _permit = permit;
-            create_job(&client, &spec, n, &ns, &sent).await;
+            create_job(&client, &spec, n, &ns, (&label.0, &label.1), &sent).await;
         }));
     }
     for task in in_flight {
@@ -192,8 +209,15 @@ async fn send_stream(
     }
 }
 
-async fn create_job(client: &kube::Client, spec: &JobSpec, n: usize, ns: &str, sent: &Sent) {
-    let job = match job_object(spec, n) {
+async fn create_job(
+    client: &kube::Client,
+    spec: &JobSpec,
+    n: usize,
+    ns: &str,
+    label: RunLabel<'_>,
+    sent: &Sent,
+) {
+    let job = match job_object(spec, n, label) {
         Ok(job) => job,
         Err(e) => {
             sent.failed.fetch_add(1, Ordering::Relaxed);
