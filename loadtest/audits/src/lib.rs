@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod api_usage;
 pub mod cron;
+pub mod handover;
 pub mod jobs;
 pub mod logs;
 pub mod objects;

@@ -3,9 +3,9 @@
 //! audits from the server's side, the goals, and the report in the run's folder.
 
 mod expect;
-mod faults;
+pub(crate) mod faults;
 mod progress;
-mod report;
+pub(crate) mod report;
 mod workload;
 
 use std::collections::BTreeMap;
