@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use batchfleet_audits::handover::{self, Bounds, FaultAt, FaultKind};
+use batchfleet_audits::handover::Bounds;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
 use batchfleet_audits::{Outcome, agents, tenure};
 use batchfleet_sim::SimCluster;
@@ -31,12 +31,12 @@ use tokio::time::Instant;
 use crate::fleet_processes::{self, FleetLayout, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::run::faults::{self, FaultRecord};
-use crate::run::report::{Percentiles, processes, seconds};
+use crate::run::report::{HandOverReport, processes, seconds};
 use crate::scenario::{Fault, FaultAction, Span};
 use fleet_view::ShardMap;
 use mix::{DEMO_NAMESPACE, EXPECT_LABEL, NAMESPACES, PlannedJob, Sent};
 use progress::UpProgress;
-use report::{FaultHandling, HandOverReport, JobsReport, UpReport};
+use report::{FaultHandling, JobsReport, UpReport};
 pub use tools::{Kubectl, kubectl_or_install};
 
 /// What runs the controllers beside the sim.
@@ -332,33 +332,15 @@ fn audit(
     let shards = map.map(|m| m.shard_count).unwrap_or(256);
     let in_scope = |ns: &str| NAMESPACES.contains(&ns);
     let moves = map.map(ShardMap::moves).unwrap_or_default();
-    let faults: Vec<FaultAt> = records
-        .iter()
-        .filter_map(|r| {
-            let kind = match r.action.as_str() {
-                "kill-worker" | "pause-worker" => FaultKind::Lost,
-                _ => FaultKind::Graceful,
-            };
-            let at = started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?;
-            Some(FaultAt { at, worker: Some(r.target.clone()).filter(|t| !t.is_empty()), kind })
-        })
-        .collect();
     let bounds = Bounds { graceful: GRACEFUL_BOUND, lost: WORKER_LEASE + LEASE_MARGIN + LOSS_SLACK };
-    let activity = handover::activity(events, seen, shards, end, in_scope);
-    let hand_overs = handover::hand_overs(&activity, &faults, bounds, end);
-    let (gaps, unowned) = handover::gaps_and_unowned(&hand_overs);
+    let faults = faults::as_audited(records, started);
+    let (owner_acting, report) =
+        faults::hand_over_audit(events, seen, shards, in_scope, &faults, bounds, end);
     let audits = vec![
         tenure::tenures_never_overlap(events, shards, &moves, in_scope),
-        handover::owner_acting_within_bound(&hand_overs, bounds),
+        owner_acting,
         batchfleet_audits::objects::parallelism_never_exceeded(seen),
     ];
-    let report = HandOverReport {
-        count: hand_overs.len(),
-        gap_seconds: Percentiles::of(
-            &gaps.into_iter().map(|g| (g * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-        ),
-        unowned_seconds: seconds(Duration::from_secs_f64(unowned)),
-    };
     (audits, report)
 }
 

@@ -9,7 +9,7 @@ use batchfleet_audits::Outcome;
 use serde::Serialize;
 
 use crate::run::faults::FaultRecord;
-use crate::run::report::{Percentiles, ProcessReport};
+use crate::run::report::{HandOverReport, ProcessReport};
 
 #[derive(Debug, Default, Serialize)]
 pub struct JobsReport {
@@ -40,16 +40,6 @@ pub struct FaultHandling {
     pub handed_over_after_seconds: Option<f64>,
     /// How many of its shards each other worker gained meanwhile.
     pub gained: BTreeMap<String, usize>,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct HandOverReport {
-    /// Writer changes in the workload's shards (and shards left without one), by the audit log.
-    pub count: usize,
-    /// From when a shard provably needed its new owner until that owner's first write.
-    pub gap_seconds: Percentiles,
-    /// Seconds shards with unfinished Jobs had no acting owner, summed.
-    pub unowned_seconds: f64,
 }
 
 #[derive(Debug, Serialize)]

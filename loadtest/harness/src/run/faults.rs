@@ -3,11 +3,17 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use batchfleet_audits::Outcome;
+use batchfleet_audits::handover::{self, Bounds, FaultAt, FaultKind};
+use batchfleet_audits::objects::ObjectsSeen;
 use batchfleet_proto::v1 as pb;
 use batchfleet_sim::SimCluster;
+use batchfleet_sim::audit::AuditEvent;
+use jiff::Timestamp;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use super::report::{HandOverReport, Percentiles, seconds};
 use crate::fleet_processes::{EtcdProcess, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction};
@@ -172,5 +178,88 @@ async fn apply(
             coordinator.wait().await?;
             Ok(format!("SIGKILL coordinator-{leader}"))
         }
+    }
+}
+
+/// The applied faults as the hand-over audit weighs them: a worker killed or paused is lost
+/// (its shards wait for its lease); a killed leader, a restarted etcd or API faults slow every
+/// hand-over as a loss does; drains, SIGTERMs, restarts and joins move shards gracefully.
+/// `started`: the wall time the workload started, which `applied_seconds` counts from.
+pub fn as_audited(records: &[FaultRecord], started: Timestamp) -> Vec<FaultAt> {
+    records
+        .iter()
+        .filter(|r| !r.result.starts_with("failed"))
+        .filter_map(|r| {
+            let (kind, worker) = match r.action.as_str() {
+                "kill-worker" | "pause-worker" => (FaultKind::Lost, Some(r.target.clone())),
+                "kill-leader" | "restart-etcd" | "api-faults" => (FaultKind::Lost, None),
+                _ => (FaultKind::Graceful, Some(r.target.clone()).filter(|t| !t.is_empty())),
+            };
+            let at = started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?;
+            Some(FaultAt { at, worker, kind })
+        })
+        .collect()
+}
+
+/// The hand-over audit over the workload's namespaces (`in_scope`), and the gaps and unowned
+/// seconds it measured.
+pub fn hand_over_audit(
+    events: &[AuditEvent],
+    seen: &ObjectsSeen,
+    shards: u32,
+    in_scope: impl Fn(&str) -> bool,
+    faults: &[FaultAt],
+    bounds: Bounds,
+    end: Timestamp,
+) -> (Outcome, HandOverReport) {
+    let activity = handover::activity(events, seen, shards, end, in_scope);
+    let hand_overs = handover::hand_overs(&activity, faults, bounds, end);
+    let (gaps, unowned) = handover::gaps_and_unowned(&hand_overs);
+    let gaps: Vec<f64> = gaps.into_iter().map(|g| seconds(Duration::from_secs_f64(g))).collect();
+    let report = HandOverReport {
+        count: hand_overs.len(),
+        gap_seconds: Percentiles::of(&gaps),
+        unowned_seconds: seconds(Duration::from_secs_f64(unowned)),
+    };
+    (handover::owner_acting_within_bound(&hand_overs, bounds), report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(action: &str, target: &str, at: f64, result: &str) -> FaultRecord {
+        FaultRecord {
+            due_seconds: at,
+            applied_seconds: at,
+            action: action.into(),
+            target: target.into(),
+            result: result.into(),
+        }
+    }
+
+    #[test]
+    fn kills_and_pauses_lose_a_worker_and_fleet_faults_slow_every_hand_over() {
+        let started: Timestamp = "2026-11-26T10:00:00Z".parse().expect("time");
+        let records = [
+            record("kill-worker", "w-1", 10.0, "SIGKILL"),
+            record("drain-worker", "w-0", 20.5, "drain requested"),
+            record("kill-leader", "", 30.0, "SIGKILL coordinator-0"),
+            record("pause-worker", "w-2", 40.0, "failed: the process has exited"),
+        ];
+        let audited = as_audited(&records, started);
+        let at = |s: &str| -> Timestamp { s.parse().expect("time") };
+        assert_eq!(
+            audited,
+            vec![
+                FaultAt { at: at("2026-11-26T10:00:10Z"), worker: Some("w-1".into()), kind: FaultKind::Lost },
+                FaultAt {
+                    at: at("2026-11-26T10:00:20.5Z"),
+                    worker: Some("w-0".into()),
+                    kind: FaultKind::Graceful
+                },
+                FaultAt { at: at("2026-11-26T10:00:30Z"), worker: None, kind: FaultKind::Lost },
+            ]
+        );
     }
 }

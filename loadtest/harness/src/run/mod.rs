@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
+use batchfleet_audits::handover::Bounds;
 use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
 use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
@@ -29,7 +30,7 @@ use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction, Scenario, Store};
 use progress::Progress;
-use report::{HARNESS, JobCounts, Latencies, Report};
+use report::{HARNESS, HandOverReport, JobCounts, Latencies, Report};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -194,6 +195,9 @@ struct Observed<'a> {
     log_files: &'a [(String, PathBuf)],
     planned: usize,
     create_errors: &'a [String],
+    /// The faults as applied, and the wall time the workload started (their clock's zero).
+    faults: &'a [faults::FaultRecord],
+    work_started: Timestamp,
 }
 
 /// The ERROR lines the scenario's faults make processes write: the fault, not a fault of theirs.
@@ -217,14 +221,31 @@ fn errors_faults_cause(faults: &[Fault]) -> Vec<ExpectedError> {
     expected
 }
 
-/// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
-fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
+/// How long a shard may go without an acting owner: a few seconds after a graceful move; after a
+/// lost worker (or leader) its lease, the margin and a slack.
+fn hand_over_bounds(scenario: &Scenario) -> Bounds {
+    let fleet = &scenario.fleet;
+    let lease = fleet.worker_lease.0.max(fleet.leader_lease.0);
+    Bounds { graceful: Duration::from_secs(5), lost: lease + fleet.lease_margin.0 + Duration::from_secs(10) }
+}
+
+/// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs.
+fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
     let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
     let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
     let expected_errors = errors_faults_cause(&scenario.faults);
+    let (owner_acting, hand_overs) = faults::hand_over_audit(
+        o.events,
+        o.seen,
+        scenario.fleet.shards,
+        in_scope,
+        &faults::as_audited(o.faults, o.work_started),
+        hand_over_bounds(scenario),
+        o.end,
+    );
     let mut audits = vec![
         Outcome::from_violations(
             "all-jobs-created",
@@ -234,6 +255,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
             o.create_errors.to_vec(),
         ),
         tenure::tenures_never_overlap(o.events, scenario.fleet.shards, o.moves, in_scope),
+        owner_acting,
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
@@ -247,7 +269,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
         let (from, to) = o.cron_window;
         audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
     }
-    (audits, ttl.lags)
+    (audits, ttl.lags, hand_overs)
 }
 
 /// Runs `scenario` with its output in `out`; answers whether every audit and goal passed, and
@@ -302,6 +324,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let sent = Arc::new(workload::Sent::default());
     let progress = Progress::start(planned, sent.clone(), watch.seen.clone());
     let start = Instant::now();
+    let work_started = Timestamp::now();
     let until = start + scenario.duration.0;
     progress.status(format!("workload for {}", scenario.duration));
     let on_fault = |f: &faults::FaultRecord| {
@@ -367,7 +390,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     let events = settled_audit_log(&audit_path).await?;
 
     let create_errors = sent.errors.lock().clone();
-    let (audits, ttl_lags) = audit(&Observed {
+    let (audits, ttl_lags, hand_overs) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
         events: &events,
@@ -380,6 +403,8 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         log_files: &log_files,
         planned,
         create_errors: &create_errors,
+        faults: &fault_records,
+        work_started,
     });
 
     let created_at = sent.created_at.lock().clone();
@@ -439,6 +464,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         },
         latency_seconds: latency,
         ttl_lag_seconds: ttl_lag,
+        hand_overs,
         faults: fault_records,
         processes,
         api_requests: api_usage::requests_by_process(&events),

@@ -54,6 +54,18 @@ pub struct Latencies {
     pub finished: Vec<f64>,
 }
 
+/// The shards' hand-overs in the workload's namespaces, from the audit log
+/// (`batchfleet_audits::handover`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HandOverReport {
+    /// Writer changes (and shards left without one while they had work).
+    pub count: usize,
+    /// From when a shard provably needed its new owner until that owner's first write.
+    pub gap_seconds: Percentiles,
+    /// Seconds shards with unfinished Jobs had no acting owner, summed.
+    pub unowned_seconds: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct JobCounts {
     pub planned: usize,
@@ -87,6 +99,7 @@ pub struct Report {
     pub jobs: JobCounts,
     pub latency_seconds: BTreeMap<String, Percentiles>,
     pub ttl_lag_seconds: Percentiles,
+    pub hand_overs: HandOverReport,
     pub faults: Vec<FaultRecord>,
     pub processes: Vec<ProcessReport>,
     pub api_requests: Vec<RequestCount>,
@@ -218,6 +231,12 @@ pub fn summary(report: &Report) -> String {
             p.count, p.p50, p.p90, p.p99, p.max
         );
     }
+    let h = &report.hand_overs;
+    let _ = writeln!(
+        s,
+        "hand-overs: {}; gap p50 {:.2} s, p99 {:.2} s, max {:.2} s; unowned with work {:.1} s in all",
+        h.count, h.gap_seconds.p50, h.gap_seconds.p99, h.gap_seconds.max, h.unowned_seconds
+    );
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {
         let _ = writeln!(s, "  {:<32} {:>6.1} {:>8.1}", p.name, p.cpu_seconds, p.peak_rss_mib);
