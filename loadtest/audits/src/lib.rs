@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod logs;
 pub mod objects;
 pub mod outcome;
+pub mod podgc;
 pub mod tenure;
 
 pub use outcome::Outcome;

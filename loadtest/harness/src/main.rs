@@ -20,6 +20,7 @@ mod bench_moves;
 mod bench_placement;
 mod bench_podgc;
 mod bench_sim;
+mod chaos;
 mod fleet_processes;
 mod fleet_tls;
 mod plot;

@@ -393,6 +393,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
                 worker: Some(worker.to_string()),
                 resume_after: None,
                 api: None,
+                node: None,
             };
             vec![
                 fault(options.duration / 3, FaultAction::DrainWorker, &drained),
@@ -575,6 +576,7 @@ mod tests {
             action: "kill-worker".into(),
             target: "w-2".into(),
             result: "SIGKILL".into(),
+            orphaned_pods: Vec::new(),
         };
         let timeline = vec![
             (0.0, map(&[(0, "w-0"), (1, "w-2"), (2, "w-2")])),

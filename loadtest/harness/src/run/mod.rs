@@ -19,7 +19,7 @@ use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
 use batchfleet_audits::handover::Bounds;
 use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
-use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
+use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, podgc, tenure};
 use batchfleet_sim::audit::AuditEvent;
 use batchfleet_sim::{SimCluster, SimConfig};
 use jiff::Timestamp;
@@ -198,6 +198,8 @@ struct Observed<'a> {
     /// The faults as applied, and the wall time the workload started (their clock's zero).
     faults: &'a [faults::FaultRecord],
     work_started: Timestamp,
+    /// The pods of lost nodes that still exist at the end.
+    orphans_left: &'a std::collections::BTreeSet<(String, String)>,
 }
 
 /// The ERROR lines the scenario's faults make processes write: the fault, not a fault of theirs.
@@ -237,6 +239,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
     let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
     let ttl = jobs::ttl_respected(o.seen, o.events, o.end, ttl_grace, o.clock);
     let expected_errors = errors_faults_cause(&scenario.faults);
+    let loses_nodes = scenario.faults.iter().any(|f| f.action == FaultAction::LoseNode);
     let (owner_acting, hand_overs) = faults::hand_over_audit(
         o.events,
         o.seen,
@@ -259,12 +262,22 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
-            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
+            // A lost node's pods count as failed where they ran: the Jobs replace them, and
+            // their failed counts depend on what ran there.
+            expect::shape_of(&scenario.workload, j)
+                .map(|s| s.expected())
+                .map(|e| if loses_nodes { jobs::ExpectedStatus { failed: None, ..e } } else { e })
         }),
         objects::job_names_created_once(o.seen),
         ttl.outcome,
         logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors),
     ];
+    let lost = faults::lost_nodes(o.faults, o.work_started);
+    if !lost.is_empty() {
+        let (outcome, _) =
+            podgc::orphans_collected(o.events, &lost, o.orphans_left, faults::ORPHANS_GONE_WITHIN);
+        audits.push(outcome);
+    }
     if !o.cronjobs.is_empty() {
         let (from, to) = o.cron_window;
         audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
@@ -313,6 +326,12 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
     };
     let clock = CronClock::starting_now(scenario.fleet.cron_clock_speed);
     println!("scenario {name}: {}", scenario.description);
+    if let Some(chaos) = &scenario.chaos {
+        println!("chaos, seed {}: {} faults planned", chaos.seed, scenario.faults.len());
+        for line in crate::chaos::describe(&scenario.faults) {
+            println!("  {line}");
+        }
+    }
     println!("starting the fleet (logs in {})", logs_dir.display());
     let mut controllers =
         Controllers::start(&scenario, &kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?;
@@ -378,6 +397,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         Controllers::Standalone(_) => BTreeMap::new(),
     };
     let moves: BTreeMap<u32, u64> = epochs.into_iter().map(|(s, e)| (s, e.saturating_sub(1))).collect();
+    let orphans_left = faults::pods_left(&client, &faults::lost_nodes(&fault_records, work_started)).await;
     let usage = sampler.finish();
     let log_files = controllers.log_files(&logs_dir);
     controllers.stop().await;
@@ -405,6 +425,7 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         create_errors: &create_errors,
         faults: &fault_records,
         work_started,
+        orphans_left: &orphans_left,
     });
 
     let created_at = sent.created_at.lock().clone();
@@ -465,6 +486,10 @@ pub async fn run(name: &str, scenario: Scenario, out: &Path) -> anyhow::Result<(
         latency_seconds: latency,
         ttl_lag_seconds: ttl_lag,
         hand_overs,
+        chaos: scenario
+            .chaos
+            .as_ref()
+            .map(|c| report::ChaosPlan { seed: c.seed, faults: crate::chaos::describe(&scenario.faults) }),
         faults: fault_records,
         processes,
         api_requests: api_usage::requests_by_process(&events),

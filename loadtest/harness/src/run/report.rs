@@ -66,6 +66,13 @@ pub struct HandOverReport {
     pub unowned_seconds: f64,
 }
 
+/// A chaos run's plan: its seed, and every fault it drew (the same for the same seed).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChaosPlan {
+    pub seed: u64,
+    pub faults: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct JobCounts {
     pub planned: usize,
@@ -100,6 +107,8 @@ pub struct Report {
     pub latency_seconds: BTreeMap<String, Percentiles>,
     pub ttl_lag_seconds: Percentiles,
     pub hand_overs: HandOverReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosPlan>,
     pub faults: Vec<FaultRecord>,
     pub processes: Vec<ProcessReport>,
     pub api_requests: Vec<RequestCount>,
