@@ -82,7 +82,8 @@ pub struct HandOver {
     /// cannot be told.
     pub needed_from: Option<Timestamp>,
     pub acted_at: Timestamp,
-    /// `acted_at − needed_from`, in seconds (0 without `needed_from`).
+    /// `acted_at −` the first moment after `needed_from` the shard had work, in seconds (0
+    /// without either).
     pub gap_seconds: f64,
     /// The part of the gap during which the shard had work, in seconds.
     pub unowned_seconds: f64,
@@ -174,6 +175,11 @@ fn covered_seconds(from: Timestamp, to: Timestamp, work: &[Interval]) -> f64 {
     total
 }
 
+/// The first moment within `[from, to)` that `work` covers.
+fn first_work(from: Timestamp, to: Timestamp, work: &[Interval]) -> Option<Timestamp> {
+    work.iter().filter(|w| w.from < to && w.to > from).map(|w| w.from.max(from)).min()
+}
+
 /// Every hand-over of every shard, and every shard left without a writer while it had work.
 pub fn hand_overs(
     activity: &ShardActivity,
@@ -213,10 +219,15 @@ pub fn hand_overs(
             if next.is_none() && needed_from.is_none() {
                 continue;
             }
+            // The gap runs from the first moment after `needed_from` the shard had work: a
+            // change nobody needed to answer (PodGC deleting a finished pod) starts none.
             let (gap_seconds, unowned_seconds) = match needed_from {
-                Some(from) if from < acted_at => {
-                    (acted_at.duration_since(from).as_secs_f64(), covered_seconds(from, acted_at, work))
-                }
+                Some(from) if from < acted_at => match first_work(from, acted_at, work) {
+                    Some(busy) => {
+                        (acted_at.duration_since(busy).as_secs_f64(), covered_seconds(from, acted_at, work))
+                    }
+                    None => (0.0, 0.0),
+                },
                 _ => (0.0, 0.0),
             };
             out.push(HandOver {
@@ -267,9 +278,9 @@ pub fn owner_acting_within_bound(hand_overs: &[HandOver], bounds: Bounds) -> Out
     )
 }
 
-/// The gaps (seconds) of the hand-overs whose start could be told, and the unowned seconds in all.
+/// The gaps (seconds) of the hand-overs that left work waiting, and the unowned seconds in all.
 pub fn gaps_and_unowned(hand_overs: &[HandOver]) -> (Vec<f64>, f64) {
-    let gaps = hand_overs.iter().filter(|h| h.needed_from.is_some()).map(|h| h.gap_seconds).collect();
+    let gaps = hand_overs.iter().filter(|h| h.gap_seconds > 0.0).map(|h| h.gap_seconds).collect();
     (gaps, hand_overs.iter().map(|h| h.unowned_seconds).sum())
 }
 
@@ -361,6 +372,13 @@ mod tests {
                 activity: shard(vec![write(1, "w-2"), write(30, "w-1")], &[], 5),
                 faults: vec![lost(2, "w-2")],
                 expect: vec![(Some("w-1"), 28.0, 3.0, true)],
+                passes: true,
+            },
+            Case {
+                name: "a change with no work left (a finished pod deleted) starts no gap",
+                activity: shard(vec![write(1, "w-0"), write(40, "w-1")], &[20], 10),
+                faults: vec![],
+                expect: vec![(Some("w-1"), 0.0, 0.0, false)],
                 passes: true,
             },
             Case {

@@ -90,7 +90,9 @@ mod tests {
     fn pods_of_a_lost_node_must_go_within_the_bound() {
         let bound = Duration::from_secs(75);
         let none = BTreeSet::new();
-        let cases: Vec<(&str, Vec<AuditEvent>, BTreeSet<(String, String)>, bool, usize)> = vec![
+        // (what, audit events, pods left at the end, passes, lags measured)
+        type Case = (&'static str, Vec<AuditEvent>, BTreeSet<(String, String)>, bool, usize);
+        let cases: Vec<Case> = vec![
             (
                 "deleted after the quarantine",
                 vec![delete("2026-11-26T10:00:55.000000Z", "a")],

@@ -256,6 +256,45 @@ pub fn hand_over_audit(
     (handover::owner_acting_within_bound(&hand_overs, bounds), report)
 }
 
+/// How long the pods of a lost node may stay: the coordinator's PodGC quarantine (40 s) and
+/// period (20 s), as upstream's defaults, and a slack.
+pub const ORPHANS_GONE_WITHIN: Duration = Duration::from_secs(75);
+
+/// The nodes `lose-node` deleted and their pods, for the PodGC audit.
+pub fn lost_nodes(records: &[FaultRecord], started: Timestamp) -> Vec<batchfleet_audits::podgc::LostNode> {
+    records
+        .iter()
+        .filter(|r| r.action == "lose-node" && !r.result.starts_with("failed"))
+        .filter_map(|r| {
+            Some(batchfleet_audits::podgc::LostNode {
+                node: r.target.clone(),
+                at: started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?,
+                pods: r
+                    .orphaned_pods
+                    .iter()
+                    .filter_map(|p| p.split_once('/').map(|(ns, n)| (ns.to_string(), n.to_string())))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Which of the lost nodes' pods still exist.
+pub async fn pods_left(
+    client: &kube::Client,
+    lost: &[batchfleet_audits::podgc::LostNode],
+) -> std::collections::BTreeSet<(String, String)> {
+    use k8s_openapi::api::core::v1::Pod;
+    let mut left = std::collections::BTreeSet::new();
+    for (ns, name) in lost.iter().flat_map(|l| l.pods.iter()) {
+        let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), ns);
+        if !matches!(pods.get_opt(name).await, Ok(None)) {
+            left.insert((ns.clone(), name.clone()));
+        }
+    }
+    left
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,43 +334,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// How long the pods of a lost node may stay: the coordinator's PodGC quarantine (40 s) and
-/// period (20 s), as upstream's defaults, and a slack.
-pub const ORPHANS_GONE_WITHIN: Duration = Duration::from_secs(75);
-
-/// The nodes `lose-node` deleted and their pods, for the PodGC audit.
-pub fn lost_nodes(records: &[FaultRecord], started: Timestamp) -> Vec<batchfleet_audits::podgc::LostNode> {
-    records
-        .iter()
-        .filter(|r| r.action == "lose-node" && !r.result.starts_with("failed"))
-        .filter_map(|r| {
-            Some(batchfleet_audits::podgc::LostNode {
-                node: r.target.clone(),
-                at: started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?,
-                pods: r
-                    .orphaned_pods
-                    .iter()
-                    .filter_map(|p| p.split_once('/').map(|(ns, n)| (ns.to_string(), n.to_string())))
-                    .collect(),
-            })
-        })
-        .collect()
-}
-
-/// Which of the lost nodes' pods still exist.
-pub async fn pods_left(
-    client: &kube::Client,
-    lost: &[batchfleet_audits::podgc::LostNode],
-) -> std::collections::BTreeSet<(String, String)> {
-    use k8s_openapi::api::core::v1::Pod;
-    let mut left = std::collections::BTreeSet::new();
-    for (ns, name) in lost.iter().flat_map(|l| l.pods.iter()) {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), ns);
-        if !matches!(pods.get_opt(name).await, Ok(None)) {
-            left.insert((ns.clone(), name.clone()));
-        }
-    }
-    left
 }
