@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 use crate::scenario::{ApiFaults, Fault, FaultAction, FleetSpec, Span, Store};
+use crate::splitmix::SplitMix;
 
 /// `min..max` durations: `10s..30s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,25 +57,15 @@ pub struct Invalid {
     pub reason: String,
 }
 
-/// splitmix64: small, and the same on every platform and version, unlike `rand`'s generators.
-struct Draw(u64);
+/// Draws from the seed's generator.
+trait Draw {
+    fn within(&mut self, range: SpanRange) -> Duration;
+}
 
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
+impl Draw for SplitMix {
     fn within(&mut self, range: SpanRange) -> Duration {
         let span = range.max.saturating_sub(range.min).as_millis() as u64;
-        range.min + Duration::from_millis(if span == 0 { 0 } else { self.next() % (span + 1) })
+        range.min + Duration::from_millis(if span == 0 { 0 } else { self.next_u64() % (span + 1) })
     }
 }
 
@@ -164,7 +155,7 @@ impl Chaos {
     /// before the next step; a leader is killed only while another coordinator is left; a node
     /// is lost only while two remain; workers are added up to `max_workers`.
     pub fn plan(&self, fleet: &FleetSpec, nodes: usize, duration: Duration) -> Vec<Fault> {
-        let mut draw = Draw(self.seed);
+        let mut draw = SplitMix(self.seed);
         let mut state = FleetState {
             running: (0..fleet.workers).map(|i| format!("w-{i}")).collect(),
             started: fleet.workers,
@@ -201,7 +192,7 @@ impl Chaos {
                 let action = possible[draw.below(possible.len())];
                 let mut fault = at(t, action);
                 let acting: Vec<String> = state.acting().into_iter().cloned().collect();
-                let pick = |draw: &mut Draw| acting[draw.below(acting.len())].clone();
+                let pick = |draw: &mut SplitMix| acting[draw.below(acting.len())].clone();
                 match action {
                     FaultAction::KillWorker | FaultAction::TerminateWorker => {
                         let worker = pick(&mut draw);
@@ -227,7 +218,7 @@ impl Chaos {
                     }
                     FaultAction::KillLeader => state.coordinators -= 1,
                     FaultAction::ApiFaults => {
-                        fault.api = Some(api_faults(draw.next()));
+                        fault.api = Some(api_faults(draw.next_u64()));
                         faults.push(fault.clone());
                         fault = at(t + gap / 2, FaultAction::ApiFaults);
                         fault.api = Some(ApiFaults::default());

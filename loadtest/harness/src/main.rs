@@ -28,6 +28,7 @@ mod proc_stat;
 mod quickstart;
 mod run;
 mod scenario;
+mod splitmix;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
@@ -170,22 +171,10 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         }
     };
     let out = args.out.unwrap_or_else(|| run::default_out(&name));
-    let log =
-        match std::fs::create_dir_all(&out).and_then(|()| std::fs::File::create(out.join("loadtest.log"))) {
-            Ok(file) => file,
-            Err(e) => {
-                eprintln!("loadtest: creating {}: {e}", out.display());
-                return ExitCode::FAILURE;
-            }
-        };
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log))
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
-        )
-        .init();
+    if let Err(e) = log_to_file(&out.join("loadtest.log")) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
     let result = match tokio::runtime::Runtime::new() {
         // Ctrl-C drops the run, and with it every process it started (killed on drop).
         Ok(runtime) => runtime.block_on(async {
@@ -209,20 +198,13 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
     }
 }
 
-/// `loadtest up`: its own log goes to `loadtest-up.log` beside the kubeconfig, so that it does
-/// not cut into the progress bars; exit 0 when every Job ended as expected and every audit
-/// passed, 1 otherwise.
-fn up(mut args: UpArgs) -> ExitCode {
-    let kubeconfig = std::path::absolute(&args.sim.kubeconfig).unwrap_or(args.sim.kubeconfig.clone());
-    let out = kubeconfig.parent().map(PathBuf::from).unwrap_or_default();
-    let log_path = out.join("loadtest-up.log");
-    let log = match std::fs::create_dir_all(&out).and_then(|()| std::fs::File::create(&log_path)) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("loadtest: creating {}: {e}", log_path.display());
-            return ExitCode::FAILURE;
-        }
-    };
+/// Sends this process's log lines to `path` (its folder created), so that they do not cut into
+/// the progress bars.
+fn log_to_file(path: &std::path::Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let log = std::fs::File::create(path)?;
     tracing_subscriber::fmt()
         .with_writer(std::sync::Mutex::new(log))
         .with_ansi(false)
@@ -231,6 +213,20 @@ fn up(mut args: UpArgs) -> ExitCode {
                 .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
         )
         .init();
+    Ok(())
+}
+
+/// `loadtest up`: its own log goes to `loadtest-up.log` beside the kubeconfig, so that it does
+/// not cut into the progress bars; exit 0 when every Job ended as expected and every audit
+/// passed, 1 otherwise.
+fn up(mut args: UpArgs) -> ExitCode {
+    let kubeconfig = std::path::absolute(&args.sim.kubeconfig).unwrap_or(args.sim.kubeconfig.clone());
+    let out = kubeconfig.parent().map(PathBuf::from).unwrap_or_default();
+    let log_path = out.join("loadtest-up.log");
+    if let Err(e) = log_to_file(&log_path) {
+        eprintln!("loadtest: creating {}: {e}", log_path.display());
+        return ExitCode::FAILURE;
+    }
     let kubectl = quickstart::kubectl_or_install(&out.join("setup.log"));
     let audit_log = args.sim.audit_log.get_or_insert_with(|| out.join("audit.log")).clone();
     let options = quickstart::UpOptions {

@@ -9,6 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
 use super::mix::Sent;
+use crate::run::progress::bar;
 
 pub struct UpProgress {
     created: ProgressBar,
@@ -22,16 +23,6 @@ impl Drop for UpProgress {
     fn drop(&mut self) {
         self.ticker.abort();
     }
-}
-
-fn bar(progress: &MultiProgress, len: usize, prefix: &str) -> ProgressBar {
-    let bar = progress.add(ProgressBar::new(len as u64));
-    let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(prefix.to_string());
-    bar
 }
 
 fn line(progress: &MultiProgress, prefix: &str) -> ProgressBar {

@@ -4,7 +4,7 @@
 
 mod expect;
 pub(crate) mod faults;
-mod progress;
+pub(crate) mod progress;
 pub(crate) mod report;
 mod workload;
 
