@@ -6,10 +6,12 @@
 pub mod agents;
 pub mod api_usage;
 pub mod cron;
+pub mod handover;
 pub mod jobs;
 pub mod logs;
 pub mod objects;
 pub mod outcome;
+pub mod podgc;
 pub mod tenure;
 
 pub use outcome::Outcome;

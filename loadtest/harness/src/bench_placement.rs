@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use batchfleet_coordinator::ids::{ShardId, WorkerId};
 use batchfleet_coordinator::placement::{Placement, PlacementConfig, PlacementInput, place, shard_weight};
 
+use crate::splitmix::SplitMix;
+
 #[derive(clap::Args, Debug)]
 pub struct BenchPlacementArgs {
     /// Timed repetitions of the large placement.
@@ -65,19 +67,6 @@ impl Fleet {
         }
         let total: f64 = per.values().sum();
         per.values().copied().fold(0.0, f64::max) / (total / per.len() as f64)
-    }
-}
-
-/// A small deterministic generator, so the figures can be reproduced from the seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

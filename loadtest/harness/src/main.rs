@@ -20,6 +20,7 @@ mod bench_moves;
 mod bench_placement;
 mod bench_podgc;
 mod bench_sim;
+mod chaos;
 mod fleet_processes;
 mod fleet_tls;
 mod plot;
@@ -27,6 +28,7 @@ mod proc_stat;
 mod quickstart;
 mod run;
 mod scenario;
+mod splitmix;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
@@ -40,7 +42,9 @@ enum Command {
     /// Run the sim cluster alone: a Kubernetes API emulator with scheduler, kubelet and nodes.
     Sim(SimArgs),
     /// The quickstart: the sim cluster, a coordinator and three workers as processes (or one
-    /// standalone worker), and a demo mix of Jobs to watch with kubectl and fleetctl.
+    /// standalone worker), about a minute of mixed work across several namespaces while a
+    /// worker is drained and another killed, then a report and the kubectl and fleetctl commands
+    /// to look around. Exits 0 when every Job ended as expected and every audit passed.
     Up(UpArgs),
     /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim (or any
     /// cluster through --kubeconfig), the fleet as processes, the workload and faults, then
@@ -96,6 +100,13 @@ struct UpArgs {
     /// kubeconfig (`tls/`), and the fleetctl command line printed with its flags.
     #[arg(long, conflicts_with = "standalone")]
     tls: bool,
+    /// How long the work runs (the drain comes at a third of it, the kill at half); the Jobs
+    /// then get up to 3 minutes to finish before the report.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: std::time::Duration,
+    /// Leave the sim and the fleet running after the report, until Ctrl-C, to look around.
+    #[arg(long)]
+    keep: bool,
 }
 
 fn main() -> ExitCode {
@@ -107,8 +118,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Command::Run(args) = cli.command {
-        return run_scenario(args);
+    match cli.command {
+        Command::Run(args) => return run_scenario(args),
+        Command::Up(args) => return up(args),
+        _ => {}
     }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -126,17 +139,9 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Sim(args) => run_sim(args, None).await,
-            Command::Up(args) => {
-                let mode = if args.standalone {
-                    quickstart::Mode::Standalone
-                } else {
-                    quickstart::Mode::Fleet { tls: args.tls }
-                };
-                run_sim(args.sim, Some(mode)).await
-            }
-            // Dispatched above, before the tracing set-up that it does differently.
-            Command::Run(_) => Err(anyhow::anyhow!("`run` has no runtime of its own here")),
+            Command::Sim(args) => run_sim(args, None).await.map(|_| ()),
+            // Dispatched above, before the tracing set-up that they do differently.
+            Command::Run(_) | Command::Up(_) => Err(anyhow::anyhow!("dispatched before")),
             Command::BenchSim(args) => bench_sim::run(args).await,
             Command::BenchJobs(args) => bench_jobs::run(args).await,
             Command::BenchCron(args) => bench_cron::run(args).await,
@@ -167,22 +172,10 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         }
     };
     let out = args.out.unwrap_or_else(|| run::default_out(&name));
-    let log =
-        match std::fs::create_dir_all(&out).and_then(|()| std::fs::File::create(out.join("loadtest.log"))) {
-            Ok(file) => file,
-            Err(e) => {
-                eprintln!("loadtest: creating {}: {e}", out.display());
-                return ExitCode::FAILURE;
-            }
-        };
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log))
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
-        )
-        .init();
+    if let Err(e) = log_to_file(&out.join("loadtest.log")) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
     let result = match tokio::runtime::Runtime::new() {
         // Ctrl-C drops the run, and with it every process it started (killed on drop).
         Ok(runtime) => runtime.block_on(async {
@@ -206,8 +199,78 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
     }
 }
 
-/// The sim cluster until Ctrl-C, with the quickstart on it when `quickstart` names its mode.
-async fn run_sim(args: SimArgs, quickstart: Option<quickstart::Mode>) -> anyhow::Result<()> {
+/// Sends this process's log lines to `path` (its folder created), so that they do not cut into
+/// the progress bars.
+fn log_to_file(path: &std::path::Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let log = std::fs::File::create(path)?;
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(log))
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
+        )
+        .init();
+    Ok(())
+}
+
+/// `loadtest up`: its own log goes to `loadtest-up.log` beside the kubeconfig, so that it does
+/// not cut into the progress bars; exit 0 when every Job ended as expected and every audit
+/// passed, 1 otherwise.
+fn up(mut args: UpArgs) -> ExitCode {
+    let kubeconfig = std::path::absolute(&args.sim.kubeconfig).unwrap_or(args.sim.kubeconfig.clone());
+    let out = kubeconfig.parent().map(PathBuf::from).unwrap_or_default();
+    let log_path = out.join("loadtest-up.log");
+    if let Err(e) = log_to_file(&log_path) {
+        eprintln!("loadtest: creating {}: {e}", log_path.display());
+        return ExitCode::FAILURE;
+    }
+    let kubectl = quickstart::kubectl_or_install(&out.join("setup.log"));
+    let audit_log = args.sim.audit_log.get_or_insert_with(|| out.join("audit.log")).clone();
+    let options = quickstart::UpOptions {
+        mode: if args.standalone {
+            quickstart::Mode::Standalone
+        } else {
+            quickstart::Mode::Fleet { tls: args.tls }
+        },
+        duration: args.duration,
+        keep: args.keep,
+        kubectl,
+        out,
+        audit_log,
+    };
+    let result = match tokio::runtime::Runtime::new() {
+        // Ctrl-C drops everything, and with it every process `up` started (killed on drop).
+        Ok(runtime) => runtime.block_on(async {
+            tokio::select! {
+                // `up --keep` waits for Ctrl-C itself, and answers whether it passed.
+                biased;
+                result = run_sim(args.sim, Some(options)) => result,
+                r = tokio::signal::ctrl_c() => {
+                    println!("stopping");
+                    r.map(|()| true).context("waiting for Ctrl-C")
+                }
+            }
+        }),
+        Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "loadtest up failed");
+            eprintln!("loadtest: {e:#} (log: {})", log_path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The sim cluster until Ctrl-C, or with the quickstart on it when `quickstart` has its
+/// options; answers whether the quickstart passed.
+async fn run_sim(args: SimArgs, quickstart: Option<quickstart::UpOptions>) -> anyhow::Result<bool> {
     let config = SimConfig {
         listen: args.listen,
         nodes: args.nodes,
@@ -226,14 +289,14 @@ async fn run_sim(args: SimArgs, quickstart: Option<quickstart::Mode>) -> anyhow:
     if let Some(path) = &args.audit_log {
         println!("audit log: {}", path.display());
     }
+    if let Some(options) = quickstart {
+        return quickstart::run(&sim, &kubeconfig, options).await;
+    }
     println!();
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes");
-    if let Some(mode) = quickstart {
-        return quickstart::run(&sim, &kubeconfig, mode).await;
-    }
     println!("Press Ctrl-C to stop.");
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
     println!("stopping");
-    Ok(())
+    Ok(true)
 }

@@ -58,6 +58,9 @@ pub struct Scenario {
     pub workload: WorkloadSpec,
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// Faults at random, bounded and seeded; expanded into `faults` when parsed.
+    #[serde(default)]
+    pub chaos: Option<crate::chaos::Chaos>,
     #[serde(default)]
     pub goals: Goals,
     /// Makes the run a scaling run: the workload on each fleet size, and the baseline.
@@ -338,6 +341,9 @@ pub enum FaultAction {
     /// Sets the sim's API faults (`api`): latency, error rates, watch drops; an empty `api`
     /// clears them.
     ApiFaults,
+    /// Deletes a node (`node`) with its pods on it, as a cloud's node controller does with a
+    /// vanished machine: its pods are orphans for PodGC, their Jobs must replace them.
+    LoseNode,
     /// SIGKILL etcd (the etcd store), and start it again on its data `resume_after` later.
     RestartEtcd,
 }
@@ -356,11 +362,15 @@ impl FaultAction {
             Self::KillLeader => "kill-leader",
             Self::ApiFaults => "api-faults",
             Self::RestartEtcd => "restart-etcd",
+            Self::LoseNode => "lose-node",
         }
     }
 
     fn needs_worker(self) -> bool {
-        !matches!(self, Self::AddWorker | Self::KillLeader | Self::ApiFaults | Self::RestartEtcd)
+        !matches!(
+            self,
+            Self::AddWorker | Self::KillLeader | Self::ApiFaults | Self::RestartEtcd | Self::LoseNode
+        )
     }
 }
 
@@ -379,6 +389,9 @@ pub struct Fault {
     /// For `api-faults`: what the sim does to requests from then on.
     #[serde(default)]
     pub api: Option<ApiFaults>,
+    /// For `lose-node`: the sim node (`sim-node-<i>`).
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 /// The sim's fault injection (its admin endpoint's `FaultConfig`), checked field by field.
@@ -521,7 +534,15 @@ pub enum ParseFailure {
 
 /// Parses and checks what serde cannot: the relations between fields.
 pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
-    let scenario: Scenario = serde_yaml::from_str(text).map_err(ParseFailure::Yaml)?;
+    let mut scenario: Scenario = serde_yaml::from_str(text).map_err(ParseFailure::Yaml)?;
+    if let Some(chaos) = &scenario.chaos {
+        chaos
+            .check(&scenario.fleet, scenario.sim.nodes, scenario.duration.0)
+            .map_err(|e| ParseFailure::Invalid { field: e.field, reason: e.reason })?;
+        let planned = chaos.plan(&scenario.fleet, scenario.sim.nodes, scenario.duration.0);
+        scenario.faults.extend(planned);
+        scenario.faults.sort_by_key(|f| f.at);
+    }
     let invalid = |field: String, reason: &str| Err(ParseFailure::Invalid { field, reason: reason.into() });
     let fleet = &scenario.fleet;
     if !fleet.shards.is_power_of_two() {
@@ -571,6 +592,19 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
         }
         if fault.action == FaultAction::RestartEtcd && fleet.store != Store::Etcd {
             return invalid(format!("faults[{i}].action"), "restart-etcd needs fleet.store: etcd");
+        }
+        let node_known = fault.node.as_deref().is_some_and(|n| {
+            n.strip_prefix("sim-node-")
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| i < scenario.sim.nodes)
+        });
+        if (fault.action == FaultAction::LoseNode) != fault.node.is_some()
+            || (fault.node.is_some() && !node_known)
+        {
+            return invalid(
+                format!("faults[{i}].node"),
+                "set for lose-node, and only for it, to a sim node sim-node-<i> (i < sim.nodes)",
+            );
         }
         if (fault.action == FaultAction::ApiFaults) != fault.api.is_some() {
             return invalid(format!("faults[{i}].api"), "set for api-faults, and only for it");
@@ -664,6 +698,12 @@ mod tests {
             "duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: api-faults, api: {rules: [{verbs: create}]}}\n",
         );
         assert!(e.contains("faults[0].api.rules[0]") && e.contains("unknown field `verbs`"), "{e}");
+        let e =
+            error("duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: lose-node, node: sim-node-9}\n");
+        assert!(e.starts_with("faults[0].node: "), "{e}");
+        let e =
+            error("duration: 1s\nworkload: {}\nchaos: {seed: 1, every: 1s..2s, actions: [kill-worker]}\n");
+        assert_eq!(e, "chaos.until: leaves no time for faults after 1s");
         let e = error("duration: 1s\nfleet: {shards: 12}\nworkload: {}\n");
         assert_eq!(e, "fleet.shards: must be a power of two");
         let e = error("duration: 1s\nfleet: {kube_api_qps: 50}\nworkload: {}\nscaling: {workers: [2, 1]}\n");

@@ -77,6 +77,7 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
         report["audits"].as_array().expect("audits").iter().filter_map(|a| a["name"].as_str()).collect();
     for name in [
         "shard-tenures-never-overlap",
+        "shard-owner-acting-within-bound",
         "active-pods-within-parallelism",
         "no-pod-for-a-finished-job",
         "jobs-finish-as-upstream",
@@ -98,6 +99,9 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
     // The workload ran through the faults and was measured from the outside.
     assert_eq!(report["jobs"]["created"], 76, "{:#}", report["jobs"]);
     assert_eq!(report["jobs"]["unfinished"], 0, "{:#}", report["jobs"]);
+    // The kill's hand-overs were measured from the audit log.
+    assert!(report["hand_overs"]["count"].as_u64() > Some(0), "{:#}", report["hand_overs"]);
+    assert!(report["hand_overs"]["unowned_seconds"].as_f64() > Some(0.0), "{:#}", report["hand_overs"]);
     assert_eq!(report["latency_seconds"]["job_created_to_finished"]["count"], 76);
     // Cron skew and TTL lag from what the run saw, the throughput over time as a series and a plot.
     assert!(report["cron_skew_seconds"]["count"].as_u64() >= Some(2), "{:#}", report["cron_skew_seconds"]);

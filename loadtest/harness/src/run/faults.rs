@@ -3,11 +3,17 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use batchfleet_audits::Outcome;
+use batchfleet_audits::handover::{self, Bounds, FaultAt, FaultKind};
+use batchfleet_audits::objects::ObjectsSeen;
 use batchfleet_proto::v1 as pb;
 use batchfleet_sim::SimCluster;
+use batchfleet_sim::audit::AuditEvent;
+use jiff::Timestamp;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use super::report::{HandOverReport, Percentiles, seconds};
 use crate::fleet_processes::{EtcdProcess, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction};
@@ -21,6 +27,9 @@ pub struct FaultRecord {
     pub action: String,
     pub target: String,
     pub result: String,
+    /// For `lose-node`: the pods bound to the node when it was deleted (`namespace/name`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub orphaned_pods: Vec<String>,
 }
 
 /// What faults act on.
@@ -62,8 +71,10 @@ pub async fn run(
     for fault in faults {
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
-        let target = fault.worker.clone().unwrap_or_default();
-        let result = apply(&mut targets, fault, sampler, &mut restarts, &mut pauses).await;
+        let target = fault.worker.clone().or(fault.node.clone()).unwrap_or_default();
+        let mut orphaned_pods = Vec::new();
+        let result =
+            apply(&mut targets, fault, sampler, &mut restarts, &mut pauses, &mut orphaned_pods).await;
         let record = FaultRecord {
             due_seconds: fault.at.0.as_secs_f64(),
             applied_seconds: applied,
@@ -73,6 +84,7 @@ pub async fn run(
                 Ok(what) => what,
                 Err(e) => format!("failed: {e:#}"),
             },
+            orphaned_pods,
         };
         tracing::info!(?record, "fault");
         on_applied(&record);
@@ -90,6 +102,7 @@ async fn apply(
     sampler: &UsageSampler,
     restarts: &mut usize,
     pauses: &mut Vec<tokio::task::JoinHandle<()>>,
+    orphaned_pods: &mut Vec<String>,
 ) -> anyhow::Result<String> {
     let worker = fault.worker.as_deref().unwrap_or_default();
     let fleet = &mut *targets.fleet;
@@ -166,6 +179,12 @@ async fn apply(
             sampler.register("etcd (restarted)", etcd.child.id());
             Ok(format!("SIGKILL, started again after {down:?}"))
         }
+        FaultAction::LoseNode => {
+            let node = fault.node.as_deref().context("lose-node names no node")?;
+            let sim = targets.sim.context("lose-node needs the sim the harness starts")?;
+            *orphaned_pods = lose_node(sim, node).await?;
+            Ok(format!("deleted with {} pods bound to it", orphaned_pods.len()))
+        }
         FaultAction::KillLeader => {
             let leader = fleet.leader_index().await.context("no coordinator leads")?;
             let coordinator = fleet.coordinators.get_mut(leader).context("the leader is not one of ours")?;
@@ -173,5 +192,148 @@ async fn apply(
             coordinator.wait().await?;
             Ok(format!("SIGKILL coordinator-{leader}"))
         }
+    }
+}
+
+/// Deletes `node` as a cloud's node controller does when its machine vanished: its kubelet stops,
+/// the Node object goes, and the pods bound to it (answered, `namespace/name`) are left for
+/// PodGC.
+async fn lose_node(sim: &SimCluster, node: &str) -> anyhow::Result<Vec<String>> {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kube::api::{Api, ListParams};
+    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let pods: Api<Pod> = Api::all(client.clone());
+    let bound = pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await?;
+    sim.nodes().stop_heartbeat(node).map_err(|e| anyhow::anyhow!("stopping {node}'s kubelet: {e:?}"))?;
+    Api::<Node>::all(client).delete(node, &Default::default()).await?;
+    Ok(bound
+        .items
+        .iter()
+        .filter_map(|p| Some(format!("{}/{}", p.metadata.namespace.as_deref()?, p.metadata.name.as_deref()?)))
+        .collect())
+}
+
+/// The applied faults as the hand-over audit weighs them: a worker killed or paused is lost
+/// (its shards wait for its lease); a killed leader, a restarted etcd or API faults slow every
+/// hand-over as a loss does; drains, SIGTERMs, restarts and joins move shards gracefully.
+/// `started`: the wall time the workload started, which `applied_seconds` counts from.
+pub fn as_audited(records: &[FaultRecord], started: Timestamp) -> Vec<FaultAt> {
+    records
+        .iter()
+        .filter(|r| !r.result.starts_with("failed"))
+        .filter_map(|r| {
+            let (kind, worker) = match r.action.as_str() {
+                "kill-worker" | "pause-worker" => (FaultKind::Lost, Some(r.target.clone())),
+                "kill-leader" | "restart-etcd" | "api-faults" => (FaultKind::Lost, None),
+                // A node's loss moves no shard.
+                "lose-node" => return None,
+                _ => (FaultKind::Graceful, Some(r.target.clone()).filter(|t| !t.is_empty())),
+            };
+            let at = started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?;
+            Some(FaultAt { at, worker, kind })
+        })
+        .collect()
+}
+
+/// The hand-over audit over the workload's namespaces (`in_scope`), and the gaps and unowned
+/// seconds it measured.
+pub fn hand_over_audit(
+    events: &[AuditEvent],
+    seen: &ObjectsSeen,
+    shards: u32,
+    in_scope: impl Fn(&str) -> bool,
+    faults: &[FaultAt],
+    bounds: Bounds,
+    end: Timestamp,
+) -> (Outcome, HandOverReport) {
+    let activity = handover::activity(events, seen, shards, end, in_scope);
+    let hand_overs = handover::hand_overs(&activity, faults, bounds, end);
+    let (gaps, unowned) = handover::gaps_and_unowned(&hand_overs);
+    let gaps: Vec<f64> = gaps.into_iter().map(|g| seconds(Duration::from_secs_f64(g))).collect();
+    let report = HandOverReport {
+        count: hand_overs.len(),
+        gap_seconds: Percentiles::of(&gaps),
+        unowned_seconds: seconds(Duration::from_secs_f64(unowned)),
+    };
+    (handover::owner_acting_within_bound(&hand_overs, bounds), report)
+}
+
+/// How long the pods of a lost node may stay: the coordinator's PodGC quarantine (40 s) and
+/// period (20 s), as upstream's defaults, and a slack.
+pub const ORPHANS_GONE_WITHIN: Duration = Duration::from_secs(75);
+
+/// The nodes `lose-node` deleted and their pods, for the PodGC audit.
+pub fn lost_nodes(records: &[FaultRecord], started: Timestamp) -> Vec<batchfleet_audits::podgc::LostNode> {
+    records
+        .iter()
+        .filter(|r| r.action == "lose-node" && !r.result.starts_with("failed"))
+        .filter_map(|r| {
+            Some(batchfleet_audits::podgc::LostNode {
+                node: r.target.clone(),
+                at: started.checked_add(jiff::SignedDuration::from_secs_f64(r.applied_seconds)).ok()?,
+                pods: r
+                    .orphaned_pods
+                    .iter()
+                    .filter_map(|p| p.split_once('/').map(|(ns, n)| (ns.to_string(), n.to_string())))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Which of the lost nodes' pods still exist.
+pub async fn pods_left(
+    client: &kube::Client,
+    lost: &[batchfleet_audits::podgc::LostNode],
+) -> std::collections::BTreeSet<(String, String)> {
+    use k8s_openapi::api::core::v1::Pod;
+    let mut left = std::collections::BTreeSet::new();
+    for (ns, name) in lost.iter().flat_map(|l| l.pods.iter()) {
+        let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), ns);
+        if !matches!(pods.get_opt(name).await, Ok(None)) {
+            left.insert((ns.clone(), name.clone()));
+        }
+    }
+    left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(action: &str, target: &str, at: f64, result: &str) -> FaultRecord {
+        FaultRecord {
+            due_seconds: at,
+            applied_seconds: at,
+            action: action.into(),
+            target: target.into(),
+            result: result.into(),
+            orphaned_pods: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kills_and_pauses_lose_a_worker_and_fleet_faults_slow_every_hand_over() {
+        let started: Timestamp = "2026-11-26T10:00:00Z".parse().expect("time");
+        let records = [
+            record("kill-worker", "w-1", 10.0, "SIGKILL"),
+            record("drain-worker", "w-0", 20.5, "drain requested"),
+            record("kill-leader", "", 30.0, "SIGKILL coordinator-0"),
+            record("pause-worker", "w-2", 40.0, "failed: the process has exited"),
+        ];
+        let audited = as_audited(&records, started);
+        let at = |s: &str| -> Timestamp { s.parse().expect("time") };
+        assert_eq!(
+            audited,
+            vec![
+                FaultAt { at: at("2026-11-26T10:00:10Z"), worker: Some("w-1".into()), kind: FaultKind::Lost },
+                FaultAt {
+                    at: at("2026-11-26T10:00:20.5Z"),
+                    worker: Some("w-0".into()),
+                    kind: FaultKind::Graceful
+                },
+                FaultAt { at: at("2026-11-26T10:00:30Z"), worker: None, kind: FaultKind::Lost },
+            ]
+        );
     }
 }

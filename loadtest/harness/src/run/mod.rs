@@ -4,10 +4,10 @@
 //! server's side, the goals, and the report in the run's folder.
 
 mod expect;
-mod faults;
-mod progress;
+pub(crate) mod faults;
+pub(crate) mod progress;
 mod replay;
-mod report;
+pub(crate) mod report;
 mod scaling;
 mod target;
 mod workload;
@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
+use batchfleet_audits::handover::Bounds;
 use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
-use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, tenure};
+use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, podgc, tenure};
 use batchfleet_sim::audit::AuditEvent;
 use jiff::Timestamp;
 use tokio::process::Child;
@@ -32,7 +33,7 @@ use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction, Scenario, Store};
 use progress::Progress;
-use report::{HARNESS, JobCounts, Latencies, Report};
+use report::{HARNESS, HandOverReport, JobCounts, Latencies, Report};
 pub use target::{FleetChoice, TargetArgs};
 use target::{RUN_LABEL, Target};
 
@@ -223,6 +224,11 @@ struct Observed<'a> {
     log_files: &'a [(String, PathBuf)],
     planned: usize,
     create_errors: &'a [String],
+    /// The faults as applied, and the wall time the workload started (their clock's zero).
+    faults: &'a [faults::FaultRecord],
+    work_started: Timestamp,
+    /// The pods of lost nodes that still exist at the end.
+    orphans_left: &'a std::collections::BTreeSet<(String, String)>,
 }
 
 /// The ERROR lines the scenario's faults make processes write: the fault, not a fault of theirs.
@@ -250,8 +256,16 @@ fn errors_faults_cause(faults: &[Fault]) -> Vec<ExpectedError> {
 const TENURES_NEED_THE_AUDIT_LOG: &str = "needs the audit log (which worker sent each write); watches show \
      only managedFields managers, and every worker writes as manager `fleet-worker`";
 
-/// Every audit, and the TTL lags (wall seconds) the TTL audit measured.
-fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
+/// How long a shard may go without an acting owner: a few seconds after a graceful move; after a
+/// lost worker (or leader) its lease, the margin and a slack.
+fn hand_over_bounds(scenario: &Scenario) -> Bounds {
+    let fleet = &scenario.fleet;
+    let lease = fleet.worker_lease.0.max(fleet.leader_lease.0);
+    Bounds { graceful: Duration::from_secs(5), lost: lease + fleet.lease_margin.0 + Duration::from_secs(10) }
+}
+
+/// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs.
+fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
@@ -279,6 +293,26 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
     } else {
         logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors)
     };
+    let loses_nodes = scenario.faults.iter().any(|f| f.action == FaultAction::LoseNode);
+    let (owner_acting, hand_overs) = match o.events {
+        Some(events) => faults::hand_over_audit(
+            events,
+            o.seen,
+            scenario.fleet.shards,
+            in_scope,
+            &faults::as_audited(o.faults, o.work_started),
+            hand_over_bounds(scenario),
+            o.end,
+        ),
+        None => (
+            Outcome::skipped(
+                "shard-owner-acting-within-bound",
+                "every shard with work has an acting owner within its bound",
+                TENURES_NEED_THE_AUDIT_LOG,
+            ),
+            HandOverReport::default(),
+        ),
+    };
     let mut audits = vec![
         Outcome::from_violations(
             "all-jobs-created",
@@ -288,20 +322,32 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>) {
             o.create_errors.to_vec(),
         ),
         tenures,
+        owner_acting,
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
-            expect::shape_of(&scenario.workload, j).map(|s| s.expected())
+            // A lost node's pods count as failed where they ran: the Jobs replace them, and
+            // their failed counts depend on what ran there.
+            expect::shape_of(&scenario.workload, j)
+                .map(|s| s.expected())
+                .map(|e| if loses_nodes { jobs::ExpectedStatus { failed: None, ..e } } else { e })
         }),
         objects::job_names_created_once(o.seen),
         ttl.outcome,
         logged,
     ];
+    let lost = faults::lost_nodes(o.faults, o.work_started);
+    // Nodes are lost only on the sim the harness starts, whose audit log it reads.
+    if let (false, Some(events)) = (lost.is_empty(), o.events) {
+        let (outcome, _) =
+            podgc::orphans_collected(events, &lost, o.orphans_left, faults::ORPHANS_GONE_WITHIN);
+        audits.push(outcome);
+    }
     if !o.cronjobs.is_empty() {
         let (from, to) = o.cron_window;
         audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
     }
-    (audits, ttl.lags)
+    (audits, ttl.lags, hand_overs)
 }
 
 /// The etcd store's process, when the harness starts the fleet on it.
@@ -393,6 +439,12 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         println!("starting the fleet (logs in {})", logs_dir.display());
         Controllers::start(&scenario, &cluster.kubeconfig, &logs_dir, store_flags, &clock, &sampler).await?
     };
+    if let Some(chaos) = &scenario.chaos {
+        println!("chaos, seed {}: {} faults planned", chaos.seed, scenario.faults.len());
+        for line in crate::chaos::describe(&scenario.faults) {
+            println!("  {line}");
+        }
+    }
     let selector = format!("{RUN_LABEL}={run_label}");
     let watch = ObjectWatch::start_selected(&client, Duration::from_secs(30), Some(&selector)).await?;
     let cronjobs = workload::create_cronjobs(&client, &scenario.workload, &namespaces, label).await?;
@@ -402,7 +454,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let sent = Arc::new(workload::Sent::default());
     let progress = Progress::start(planned, sent.clone(), watch.seen.clone());
     let start = Instant::now();
-    let workload_started = Timestamp::now();
+    let work_started = Timestamp::now();
     let until = start + scenario.duration.0;
     progress.status(format!("workload for {}", scenario.duration));
     let on_fault = |f: &faults::FaultRecord| {
@@ -456,6 +508,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         Controllers::Standalone(_) | Controllers::Deployed => BTreeMap::new(),
     };
     let moves: BTreeMap<u32, u64> = epochs.into_iter().map(|(s, e)| (s, e.saturating_sub(1))).collect();
+    let orphans_left = faults::pods_left(&client, &faults::lost_nodes(&fault_records, work_started)).await;
     let usage = sampler.finish();
     let log_files = controllers.log_files(&logs_dir);
     controllers.stop().await;
@@ -475,7 +528,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     }
 
     let create_errors = sent.errors.lock().clone();
-    let (audits, ttl_lags) = audit(&Observed {
+    let (audits, ttl_lags, hand_overs) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
         events: events.as_deref(),
@@ -488,6 +541,9 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         log_files: &log_files,
         planned,
         create_errors: &create_errors,
+        faults: &fault_records,
+        work_started,
+        orphans_left: &orphans_left,
     });
 
     let created_at = sent.created_at.lock().clone();
@@ -504,7 +560,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let cron_skew = report::Percentiles::of(&cron::skews(&seen, &cronjobs, &clock));
     let jobs_finished: Vec<Timestamp> =
         seen.jobs.values().filter_map(|j| Some(j.finished.as_ref()?.seen)).collect();
-    let throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, workload_started);
+    let throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, work_started);
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
@@ -561,6 +617,11 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         ttl_lag_seconds: ttl_lag,
         cron_skew_seconds: cron_skew,
         throughput,
+        hand_overs,
+        chaos: scenario
+            .chaos
+            .as_ref()
+            .map(|c| report::ChaosPlan { seed: c.seed, faults: crate::chaos::describe(&scenario.faults) }),
         faults: fault_records,
         processes,
         api_requests: events.as_deref().map(api_usage::requests_by_process),

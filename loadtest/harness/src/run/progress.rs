@@ -23,7 +23,7 @@ impl Drop for Progress {
     }
 }
 
-fn bar(progress: &MultiProgress, len: usize, what: &str) -> ProgressBar {
+pub(crate) fn bar(progress: &MultiProgress, len: usize, what: &str) -> ProgressBar {
     let bar = progress.add(ProgressBar::new(len as u64));
     let style = ProgressStyle::with_template("{prefix:>9} [{bar:40}] {pos}/{len} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())

@@ -148,6 +148,25 @@ pub fn plot_throughput(path: &Path, scenario: &str, throughput: &Throughput) -> 
     )
 }
 
+/// The shards' hand-overs in the workload's namespaces, from the audit log
+/// (`batchfleet_audits::handover`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HandOverReport {
+    /// Writer changes (and shards left without one while they had work).
+    pub count: usize,
+    /// From when a shard provably needed its new owner until that owner's first write.
+    pub gap_seconds: Percentiles,
+    /// Seconds shards with unfinished Jobs had no acting owner, summed.
+    pub unowned_seconds: f64,
+}
+
+/// A chaos run's plan: its seed, and every fault it drew (the same for the same seed).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChaosPlan {
+    pub seed: u64,
+    pub faults: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct JobCounts {
     pub planned: usize,
@@ -190,6 +209,9 @@ pub struct Report {
     /// A CronJob's scheduled time → its Job seen (wall seconds).
     pub cron_skew_seconds: Percentiles,
     pub throughput: Throughput,
+    pub hand_overs: HandOverReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosPlan>,
     pub faults: Vec<FaultRecord>,
     pub processes: Vec<ProcessReport>,
     /// From the audit log; `null` without one (a cluster through a kubeconfig).
@@ -384,6 +406,12 @@ pub fn summary(report: &Report) -> String {
         "throughput: {} pods completed, {:.1}/s steady (10–90 % of them), peak {peak:.0} in a second; \
          {} Jobs finished, 90 % of them at {:.1}/s",
         t.pods_completed, t.steady_pods_per_second, t.jobs_finished, t.jobs_per_second_to_90_percent
+    );
+    let h = &report.hand_overs;
+    let _ = writeln!(
+        s,
+        "hand-overs: {}; gap p50 {:.2} s, p99 {:.2} s, max {:.2} s; unowned with work {:.1} s in all",
+        h.count, h.gap_seconds.p50, h.gap_seconds.p99, h.gap_seconds.max, h.unowned_seconds
     );
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {

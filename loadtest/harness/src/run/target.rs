@@ -60,6 +60,11 @@ pub fn fit(mut scenario: Scenario, target: &TargetArgs) -> Result<Scenario, Stri
                 "api-faults need the sim the harness starts (its fault injection); drop --kubeconfig"
                     .to_string(),
             ),
+            FaultAction::LoseNode if external => Some(
+                "lose-node needs the sim the harness starts (it stops a simulated kubelet); drop \
+                 --kubeconfig"
+                    .to_string(),
+            ),
             _ if target.fleet == FleetChoice::None => Some(format!(
                 "{action} needs the fleet's processes, and with --fleet none the harness starts none"
             )),

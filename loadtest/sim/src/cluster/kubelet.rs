@@ -267,6 +267,11 @@ impl Kubelet {
             if r.run != t.run && t.action != Action::Evict {
                 continue;
             }
+            // The node was deleted or its heartbeat stopped: its pods stay as they were, for
+            // PodGC (or the node's return) to deal with.
+            if !self.nodes.kubelet_alive(&r.node) {
+                continue;
+            }
             let (ns, name) = (r.namespace.clone(), r.name.clone());
             let result = match t.action {
                 Action::Ready => self.set_ready(&ns, &name, &t.uid),

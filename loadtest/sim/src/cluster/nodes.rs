@@ -48,6 +48,12 @@ impl Nodes {
         self.state.lock().get(node).is_some_and(|s| s.ready)
     }
 
+    /// Whether the kubelet of `node` still runs: the node exists and its heartbeat was not
+    /// stopped. A dead kubelet moves none of its pods on.
+    pub fn kubelet_alive(&self, node: &str) -> bool {
+        self.state.lock().get(node).is_some_and(|s| s.heartbeat)
+    }
+
     fn heartbeating(&self) -> Vec<String> {
         self.state.lock().iter().filter(|(_, s)| s.heartbeat).map(|(n, _)| n.clone()).collect()
     }
