@@ -587,9 +587,16 @@ fn owners(placement: &BTreeMap<u32, (String, u64)>) -> BTreeMap<&str, usize> {
     out
 }
 
+/// The fleetctl binary, built first if it is missing or older than the sources. A test that
+/// times a `fleetctl` command asks for it before its clock starts: a build there (minutes on a
+/// busy machine) would be taken for the fleet's time.
+fn fleetctl_binary() -> PathBuf {
+    batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl")
+}
+
 /// `fleetctl ARGS` against `admin`, the real binary; its exit status and what it printed.
 async fn fleetctl(admin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
-    let out = Command::new(batchfleet_sim::testing::workspace_binary("batchfleet-fleetctl", "fleetctl"))
+    let out = Command::new(fleetctl_binary())
         .args(["--insecure", "--admin", admin])
         .args(args)
         .output()
@@ -616,6 +623,7 @@ async fn a_join_a_sigterm_leave_and_a_fleetctl_move_keep_every_shard_acting_and_
             spawn_coordinator(&kubeconfig, &format!("coordinator-{i}"), l, STEADY_LEADER_LEASE, &[])
         })
         .collect();
+    fleetctl_binary();
     let clock = CronClock::starting_now(10.0);
     let flags: Vec<String> = [workload_flags(&clock), vec!["--drain-timeout".into(), "30s".into()]].concat();
     let (binary, all) = (worker_binary(), urls.join(","));
