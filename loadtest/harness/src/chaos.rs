@@ -152,8 +152,11 @@ impl Chaos {
     /// draws one of the actions the fleet can take at that point: a worker is killed, stopped,
     /// paused, restarted or drained only while another one acts; a drain is undone halfway to
     /// the next step, API faults cleared likewise; a pause lasts past the worker lease but ends
-    /// before the next step; a leader is killed only while another coordinator is left; a node
-    /// is lost only while two remain; workers are added up to `max_workers`.
+    /// before the next step; etcd stays down for at most a third of the worker lease (as the
+    /// `etcd-restart` scenario, an outage the leases ride out: one renewal missed, time left for
+    /// etcd to start and the clients to reconnect); a leader is killed only while another
+    /// coordinator is left; a node is lost only while two remain; workers are added up to
+    /// `max_workers`.
     pub fn plan(&self, fleet: &FleetSpec, nodes: usize, duration: Duration) -> Vec<Fault> {
         let mut draw = SplitMix(self.seed);
         let mut state = FleetState {
@@ -165,6 +168,7 @@ impl Chaos {
         };
         let max_workers = self.max_workers.unwrap_or(fleet.workers + 2);
         let pause_for = fleet.worker_lease.0 + fleet.lease_margin.0 + Duration::from_secs(3);
+        let etcd_down_for = (fleet.worker_lease.0 / 3).min(Duration::from_secs(3));
         let (from, until) = self.window(duration);
         let mut faults = Vec::new();
         let mut t = from;
@@ -223,7 +227,7 @@ impl Chaos {
                         fault = at(t + gap / 2, FaultAction::ApiFaults);
                         fault.api = Some(ApiFaults::default());
                     }
-                    FaultAction::RestartEtcd => fault.resume_after = Some(Span(Duration::from_secs(3))),
+                    FaultAction::RestartEtcd => fault.resume_after = Some(Span(etcd_down_for)),
                     FaultAction::LoseNode => {
                         let node = state.nodes.remove(draw.below(state.nodes.len()));
                         fault.node = Some(node);
@@ -310,7 +314,11 @@ mod tests {
                     assert!(nodes_left > 2, "{f:?}");
                     nodes_left -= 1;
                 }
-                FaultAction::ApiFaults | FaultAction::RestartEtcd => {}
+                FaultAction::RestartEtcd => {
+                    let down = f.resume_after.expect("resume_after").0;
+                    assert!(down * 3 <= fleet.worker_lease.0, "{f:?}: etcd down past a third of the lease");
+                }
+                FaultAction::ApiFaults => {}
             }
             // A pause ends before anything else happens to the fleet's workers.
             if f.worker.is_some() && f.action != FaultAction::PauseWorker {

@@ -482,6 +482,9 @@ pub struct Goals {
     /// Peak RSS of any fleet process, in MiB.
     #[serde(default)]
     pub peak_rss_mib: Option<f64>,
+    /// The least steady rate of pod lifecycles (pods seen Succeeded or Failed) per second.
+    #[serde(default)]
+    pub pod_lifecycles_per_second: Option<f64>,
 }
 
 /// Where `loadtest run NAME` looks for NAME.yaml.

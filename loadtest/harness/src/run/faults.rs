@@ -258,9 +258,14 @@ pub fn hand_over_audit(
     (handover::owner_acting_within_bound(&hand_overs, bounds), report)
 }
 
-/// How long the pods of a lost node may stay: the coordinator's PodGC quarantine (40 s) and
-/// period (20 s), as upstream's defaults, and a slack.
-pub const ORPHANS_GONE_WITHIN: Duration = Duration::from_secs(75);
+/// How the coordinators the harness starts pace PodGC: upstream's period and quarantine, and
+/// kube-controller-manager's default client rate (20 QPS), which the harness leaves them at.
+pub const PODGC_PACE: batchfleet_audits::podgc::PodGcPace = batchfleet_audits::podgc::PodGcPace {
+    period: batchfleet_coordinator::podgc::core::GC_CHECK_PERIOD,
+    quarantine: batchfleet_coordinator::podgc::core::QUARANTINE_TIME,
+    client_qps: 20.0,
+    slack: Duration::from_secs(15),
+};
 
 /// The nodes `lose-node` deleted and their pods, for the PodGC audit.
 pub fn lost_nodes(records: &[FaultRecord], started: Timestamp) -> Vec<batchfleet_audits::podgc::LostNode> {

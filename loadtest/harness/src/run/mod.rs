@@ -339,8 +339,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
     let lost = faults::lost_nodes(o.faults, o.work_started);
     // Nodes are lost only on the sim the harness starts, whose audit log it reads.
     if let (false, Some(events)) = (lost.is_empty(), o.events) {
-        let (outcome, _) =
-            podgc::orphans_collected(events, &lost, o.orphans_left, faults::ORPHANS_GONE_WITHIN);
+        let (outcome, _) = podgc::orphans_collected(events, &lost, o.orphans_left, faults::PODGC_PACE);
         audits.push(outcome);
     }
     if !o.cronjobs.is_empty() {
@@ -562,7 +561,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         seen.jobs.values().filter_map(|j| Some(j.finished.as_ref()?.seen)).collect();
     let throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, work_started);
     let processes = report::processes(&usage);
-    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &processes);
+    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
     let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {

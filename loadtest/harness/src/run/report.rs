@@ -278,6 +278,7 @@ pub fn goals(
     goals: &Goals,
     latency: &BTreeMap<String, Percentiles>,
     ttl_lag: &Percentiles,
+    throughput: &Throughput,
     processes: &[ProcessReport],
 ) -> Vec<Outcome> {
     let mut out = Vec::new();
@@ -314,6 +315,17 @@ pub fn goals(
             target: format!("≤ {limit} MiB per fleet process"),
             measured: format!("{peak:.1} MiB ({name})"),
             passed: peak <= limit,
+            skipped: None,
+            violations: Vec::new(),
+        });
+    }
+    if let Some(least) = goals.pod_lifecycles_per_second {
+        let rate = throughput.steady_pods_per_second;
+        out.push(Outcome {
+            name: "pod-lifecycles-per-second".into(),
+            target: format!("≥ {least}/s, steady (10th to 90th percentile of completions)"),
+            measured: format!("{rate:.0}/s of {} pods", throughput.pods_completed),
+            passed: rate >= least,
             skipped: None,
             violations: Vec::new(),
         });
@@ -466,5 +478,24 @@ mod tests {
         );
         assert!((t.steady_pods_per_second - 20.0).abs() < 0.5, "{}", t.steady_pods_per_second);
         assert_eq!(Throughput::of(&[], &[], start), Throughput::default());
+    }
+
+    #[test]
+    fn the_lifecycle_rate_goal_holds_the_steady_rate_to_its_least() {
+        let least_2000 = Goals { pod_lifecycles_per_second: Some(2000.0), ..Goals::default() };
+        let at = |rate: f64| Throughput {
+            pods_completed: 40_000,
+            steady_pods_per_second: rate,
+            ..Throughput::default()
+        };
+        let outcome = |rate| goals(&least_2000, &BTreeMap::new(), &Percentiles::default(), &at(rate), &[]);
+        let [fast] = outcome(2400.0).try_into().expect("one goal");
+        assert!(fast.passed && fast.name == "pod-lifecycles-per-second", "{fast:?}");
+        assert_eq!(fast.measured, "2400/s of 40000 pods");
+        let [slow] = outcome(1999.0).try_into().expect("one goal");
+        assert!(!slow.passed, "{slow:?}");
+        assert!(
+            goals(&Goals::default(), &BTreeMap::new(), &Percentiles::default(), &at(1.0), &[]).is_empty()
+        );
     }
 }
