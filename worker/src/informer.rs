@@ -34,6 +34,14 @@ pub fn is_newer(cached: &ObjectMeta, incoming: &ObjectMeta) -> bool {
     }
 }
 
+/// What a cache keeps of an object: all of it but `managedFields`, which no controller reads and
+/// which is the bulk of a decoded pod (a tree of maps per field manager). kube-controller-manager
+/// trims them from its informers likewise (`informers.WithTransform(trim)`).
+pub fn trimmed<K: kube::Resource>(mut obj: K) -> K {
+    obj.meta_mut().managed_fields = None;
+    obj
+}
+
 /// How long [`RecentlyDeleted`] remembers a deletion: far longer than any request takes.
 const RECENTLY_DELETED_WINDOW: Duration = Duration::from_secs(60);
 
@@ -88,6 +96,23 @@ mod tests {
         assert!(is_newer(&at(Some("9")), &at(Some("10"))), "numeric, not string, order");
         assert!(!is_newer(&at(Some("10")), &at(Some("10"))), "the echo of our own write");
         assert!(!is_newer(&at(Some("11")), &at(Some("10"))), "a late response must not roll the cache back");
+    }
+
+    #[test]
+    fn a_cached_object_keeps_everything_but_its_managed_fields() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let manager = ManagedFieldsEntry { manager: Some("kubectl".into()), ..ManagedFieldsEntry::default() };
+        let job = Job {
+            metadata: ObjectMeta { managed_fields: Some(vec![manager]), ..at(Some("7")) },
+            spec: Some(Default::default()),
+            ..Job::default()
+        };
+        let kept = trimmed(job.clone());
+        assert_eq!(kept.metadata.managed_fields, None);
+        assert_eq!(
+            Job { metadata: ObjectMeta { managed_fields: None, ..job.metadata.clone() }, ..job },
+            kept
+        );
     }
 
     #[test]

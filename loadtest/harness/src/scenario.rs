@@ -105,6 +105,16 @@ pub struct SimSpec {
     /// Simulated nodes the scheduler binds pods to.
     #[serde(default = "default_nodes")]
     pub nodes: usize,
+    /// Whether the sim's kubelet and scheduler record pod Events (Scheduled, Pulled, Created,
+    /// Started, …), as a real cluster's do. Off for runs whose scale the sim could not hold with
+    /// them: they are the cluster's load, not the fleet's, and nothing deletes them during a run
+    /// (a real API server keeps Events an hour).
+    #[serde(default = "yes")]
+    pub kubelet_events: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_nodes() -> usize {
@@ -113,7 +123,7 @@ fn default_nodes() -> usize {
 
 impl Default for SimSpec {
     fn default() -> Self {
-        Self { nodes: default_nodes() }
+        Self { nodes: default_nodes(), kubelet_events: true }
     }
 }
 

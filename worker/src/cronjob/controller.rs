@@ -237,7 +237,7 @@ impl CronJobController {
                     if let Ok(written) = &r
                         && !self.deleted.contains(written.metadata.uid.as_deref())
                     {
-                        self.cache_cronjob(Arc::new(written.clone()));
+                        self.cache_cronjob(Arc::new(crate::informer::trimmed(written.clone())));
                     }
                     u.answer(r.map(|_| ()).map_err(write_error))
                 }

@@ -404,7 +404,7 @@ impl JobController {
         // the watch has already brought a later version (a late answer must not roll it back).
         let key = ObjectKey::of(&written.metadata);
         if self.cache.job(&key).is_none_or(|cached| is_newer(&cached.metadata, &written.metadata)) {
-            self.cache.put_job(Arc::new(written.clone()));
+            self.cache.put_job(Arc::new(crate::informer::trimmed(written.clone())));
         }
         Ok(written)
     }

@@ -226,7 +226,7 @@ async fn run<K>(
         if !scope.serves(meta.namespace.as_deref().unwrap_or_default()) {
             return;
         }
-        let obj = Arc::new(obj);
+        let obj = Arc::new(crate::informer::trimmed(obj));
         let old = known.insert(ObjectKey::of(obj.meta()), obj.clone());
         for h in &handlers {
             h.applied(old.as_ref(), &obj);

@@ -140,6 +140,7 @@ impl Target {
         let audit_log = out.join("audit.log");
         let sim = SimCluster::start(SimConfig {
             nodes: scenario.sim.nodes,
+            kubelet_events: scenario.sim.kubelet_events,
             audit_log: Some(audit_log.clone()),
             ..SimConfig::default()
         })
