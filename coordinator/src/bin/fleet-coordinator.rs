@@ -238,6 +238,14 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
         burst: args.kube_api_burst,
         max_in_flight: args.kube_api_max_in_flight,
     };
+    // PodGC's client carries the rate limit; the coordination store (leader election, the shard
+    // map, the workers' leases) has a client of its own, as kube-controller-manager's leader
+    // election does, so a PodGC pass of thousands of deletes cannot starve the leader's renewals.
+    let store_client = kube_client::from_config(
+        config.clone(),
+        &kube_client::user_agent(&id),
+        kube_client::ClientLimits::UNLIMITED,
+    )?;
     let client = kube_client::from_config(config, &kube_client::user_agent(&id), limit)?;
     let registry = prometheus::Registry::new();
     kube_client::ClientMetrics::global().register(&registry)?;
@@ -265,7 +273,7 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
     let serving = GrpcServing { security: &grpc, metrics: GrpcServerMetrics::register(&registry)? };
     let leadership = match args.store.store {
         StoreKind::Kubernetes => {
-            let store = Arc::new(KubernetesStore::new(client.clone(), &args.store.namespace));
+            let store = Arc::new(KubernetesStore::new(store_client, &args.store.namespace));
             start_fleet(store, &id, timing, fleet_config, &args, &serving, &stop).await?
         }
         StoreKind::Etcd => {
