@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::fields_v1;
 use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
 
 /// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
@@ -287,18 +288,31 @@ pub(crate) fn compare(old: &BTreeMap<FieldPath, &Value>, new: &BTreeMap<FieldPat
     c
 }
 
-/// One `managedFields` entry, its set decoded.
+/// One `managedFields` entry, its set decoded (or, for an edit in place, as FieldsV1).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Entry {
+pub(crate) struct Entry<Fields = BTreeSet<FieldPath>> {
     pub manager: String,
     pub operation: String,
     pub api_version: String,
     pub time: String,
     pub subresource: String,
-    pub fields: BTreeSet<FieldPath>,
+    pub fields: Fields,
 }
 
-impl Entry {
+impl<Fields> Entry<Fields> {
+    /// The entry `e` of `managedFields` with its set as `fields`.
+    fn read(e: &Value, fields: Fields) -> Self {
+        let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Entry {
+            manager: text("manager"),
+            operation: text("operation"),
+            api_version: text("apiVersion"),
+            time: text("time"),
+            subresource: text("subresource"),
+            fields,
+        }
+    }
+
     fn same_identity(&self, manager: &str, operation: &str, api_version: &str, subresource: &str) -> bool {
         self.manager == manager
             && self.operation == operation
@@ -322,7 +336,6 @@ pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
     let Some(items) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     items
         .iter()
         .map(|e| {
@@ -330,14 +343,7 @@ pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
             if let Some(f) = e.get("fieldsV1") {
                 decode_fields(f, &mut Vec::new(), &mut fields);
             }
-            Entry {
-                manager: text(e, "manager"),
-                operation: text(e, "operation"),
-                api_version: text(e, "apiVersion"),
-                time: text(e, "time"),
-                subresource: text(e, "subresource"),
-                fields,
-            }
+            Entry::read(e, fields)
         })
         .collect()
 }
@@ -376,20 +382,12 @@ impl FieldNode {
     /// FieldsV1: members as `{}`, or `".": {}` beside children; `f:` fields, then `k:` items,
     /// then `v:` members, each sorted.
     fn render(&self) -> Value {
-        fn order(k: &str) -> u8 {
-            match k.get(..2) {
-                Some("f:") => 0,
-                Some("k:") => 1,
-                Some("v:") => 2,
-                _ => 3,
-            }
-        }
         let mut out = Map::new();
         if self.member && !self.children.is_empty() {
             out.insert(".".into(), json!({}));
         }
         let mut keys: Vec<&String> = self.children.keys().collect();
-        keys.sort_by(|a, b| (order(a), *a).cmp(&(order(b), *b)));
+        keys.sort_by(|a, b| fields_v1::element_order(a, b));
         for k in keys {
             if let Some(child) = self.children.get(k) {
                 out.insert(k.clone(), child.render());
@@ -500,8 +498,18 @@ pub(crate) fn path_string(path: &FieldPath) -> String {
 
 /// Writes `entries` into `obj.metadata.managedFields`, empty sets dropped, sorted as
 /// `sortEncodedManagedFields` does (operation, time, manager, apiVersion, subresource).
-pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
-    entries.retain(|e| !e.fields.is_empty());
+pub(crate) fn store_entries(obj: &mut Value, entries: Vec<Entry>) {
+    store_entries_with(obj, entries, BTreeSet::is_empty, |fields| encode_fields(&fields));
+}
+
+/// [`store_entries`] of entries whose sets are held as `Fields`.
+pub(crate) fn store_entries_with<Fields>(
+    obj: &mut Value,
+    mut entries: Vec<Entry<Fields>>,
+    is_empty: impl Fn(&Fields) -> bool,
+    encode: impl Fn(Fields) -> Value,
+) {
+    entries.retain(|e| !is_empty(&e.fields));
     entries.sort_by(|p, q| {
         (&p.operation, &p.time, &p.manager, &p.api_version, &p.subresource).cmp(&(
             &q.operation,
@@ -512,16 +520,9 @@ pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
         ))
     });
     let rendered: Vec<Value> = entries
-        .iter()
+        .into_iter()
         .map(|e| {
-            render_entry(
-                &e.manager,
-                &e.operation,
-                &e.api_version,
-                &e.time,
-                &e.subresource,
-                encode_fields(&e.fields),
-            )
+            render_entry(&e.manager, &e.operation, &e.api_version, &e.time, &e.subresource, encode(e.fields))
         })
         .collect();
     set_managed_fields(obj, rendered);
@@ -580,6 +581,61 @@ pub fn manager_from_user_agent(user_agent: &str) -> String {
     out
 }
 
+/// Who makes an `Update` write, and when.
+pub(crate) struct Identity<'a> {
+    pub manager: &'a str,
+    pub api_version: &'a str,
+    pub subresource: &'a str,
+    pub now: &'a str,
+}
+
+/// What [`track_update`] makes of the live entries `live` for the change `c`, each set edited
+/// as FieldsV1 rather than decoded and encoded again. `None` (do it the decoding way) unless
+/// every set is present and canonical and at most one entry is the writer's own.
+pub(crate) fn edit_in_place(live: &[Value], c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
+    let mut entries = Vec::with_capacity(live.len() + 1);
+    let mut mine_at = None;
+    for (i, e) in live.iter().enumerate() {
+        let fields = e.get("fieldsV1").filter(|f| fields_v1::canonical(f))?.clone();
+        let entry = Entry::read(e, fields);
+        if entry.same_identity(who.manager, "Update", who.api_version, who.subresource)
+            && mine_at.replace(i).is_some()
+        {
+            return None;
+        }
+        entries.push(entry);
+    }
+    if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
+        // Nothing changed: the entries stay as they are (the writer's own is not re-timed).
+        return Some(entries);
+    }
+    let mut fields = match mine_at {
+        Some(i) => entries.remove(i).fields,
+        None => Value::Object(Map::new()),
+    };
+    let changed = || c.added.iter().chain(&c.modified);
+    for e in &mut entries {
+        for path in changed().chain(&c.removed) {
+            fields_v1::remove(&mut e.fields, path);
+        }
+    }
+    for path in &c.removed {
+        fields_v1::remove(&mut fields, path);
+    }
+    for path in changed() {
+        fields_v1::insert(&mut fields, path);
+    }
+    entries.push(Entry {
+        manager: who.manager.to_string(),
+        operation: "Update".into(),
+        api_version: who.api_version.to_string(),
+        time: who.now.to_string(),
+        subresource: who.subresource.to_string(),
+        fields,
+    });
+    Some(entries)
+}
+
 /// A non-apply write (create, update, JSON/merge/strategic patch) by `manager`: it takes every
 /// field it adds or changes (from other managers too) and every manager loses the fields it
 /// removed (`Updater.Update` with force). `old` is `None` on create. An update of an object that
@@ -595,38 +651,39 @@ pub fn track_update(
     subresource: &str,
     now: &str,
 ) {
-    let mut managers = match old {
-        Some(old) => {
-            // A write that sends other managedFields than the live ones replaces them.
-            let sent = new.pointer("/metadata/managedFields");
-            let live = old.pointer("/metadata/managedFields");
-            if sent.is_some() && sent != live {
-                return;
-            }
-            let previous = entries(old);
-            if previous.is_empty() {
-                if let Some(Value::Object(meta)) = new.get_mut("metadata") {
-                    meta.shift_remove("managedFields");
-                }
-                return;
-            }
-            previous
-        }
-        None => {
-            // A create: the manager owns every field the object has.
-            let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
-            let fields = encode_leaves(new, schema, part);
-            let owned = fields.as_object().is_some_and(|f| !f.is_empty());
-            let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
-            set_managed_fields(new, entry.into_iter().collect());
-            return;
-        }
-    };
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
-    let c = match old {
-        Some(old) => diff(old, new, schema, part),
-        None => compare(&BTreeMap::new(), &leaves(new, schema, part)),
+    let Some(old) = old else {
+        // A create: the manager owns every field the object has.
+        let fields = encode_leaves(new, schema, part);
+        let owned = fields.as_object().is_some_and(|f| !f.is_empty());
+        let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
+        set_managed_fields(new, entry.into_iter().collect());
+        return;
     };
+    // A write that sends other managedFields than the live ones replaces them.
+    let sent = new.pointer("/metadata/managedFields");
+    let live = old.pointer("/metadata/managedFields");
+    if sent.is_some() && sent != live {
+        return;
+    }
+    let live = live.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    if live.is_empty() {
+        if let Some(Value::Object(meta)) = new.get_mut("metadata") {
+            meta.shift_remove("managedFields");
+        }
+        return;
+    }
+    let c = diff(old, new, schema, part);
+    let who = Identity { manager, api_version, subresource, now };
+    match edit_in_place(live, &c, &who) {
+        Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
+        None => update_decoded(old, new, &c, &who),
+    }
+}
+
+/// [`track_update`] of an update by decoding every set into paths and encoding them again.
+pub(crate) fn update_decoded(old: &Value, new: &mut Value, c: &Comparison, who: &Identity) {
+    let mut managers = entries(old);
     if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
         store_entries(new, managers);
         return;
@@ -634,21 +691,21 @@ pub fn track_update(
     let changed: BTreeSet<FieldPath> = c.added.union(&c.modified).cloned().collect();
     let mut mine = BTreeSet::new();
     for e in &mut managers {
-        if e.same_identity(manager, "Update", api_version, subresource) {
+        if e.same_identity(who.manager, "Update", who.api_version, who.subresource) {
             mine = std::mem::take(&mut e.fields);
             continue;
         }
         e.fields.retain(|p| !changed.contains(p) && !c.removed.contains(p));
     }
-    managers.retain(|e| !e.same_identity(manager, "Update", api_version, subresource));
+    managers.retain(|e| !e.same_identity(who.manager, "Update", who.api_version, who.subresource));
     mine.retain(|p| !c.removed.contains(p));
     mine.extend(changed);
     managers.push(Entry {
-        manager: manager.to_string(),
+        manager: who.manager.to_string(),
         operation: "Update".into(),
-        api_version: api_version.to_string(),
-        time: now.to_string(),
-        subresource: subresource.to_string(),
+        api_version: who.api_version.to_string(),
+        time: who.now.to_string(),
+        subresource: who.subresource.to_string(),
         fields: mine,
     });
     store_entries(new, managers);
