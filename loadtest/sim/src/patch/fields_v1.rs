@@ -15,15 +15,17 @@ const ITSELF: &str = ".";
 /// Where an element sorts among its siblings: `f:` fields, then `k:` items, then `v:` members,
 /// then anything else, each group by its text.
 pub(crate) fn element_order(a: &str, b: &str) -> Ordering {
-    fn group(k: &str) -> u8 {
-        match k.get(..2) {
-            Some("f:") => 0,
-            Some("k:") => 1,
-            Some("v:") => 2,
-            _ => 3,
-        }
+    (element_group(a), a).cmp(&(element_group(b), b))
+}
+
+/// The group of [`element_order`].
+pub(crate) fn element_group(k: &str) -> u8 {
+    match k.get(..2) {
+        Some("f:") => 0,
+        Some("k:") => 1,
+        Some("v:") => 2,
+        _ => 3,
     }
-    (group(a), a).cmp(&(group(b), b))
 }
 
 /// Whether `set` is exactly what `encode_fields` writes for the set it decodes to: objects only,

@@ -381,17 +381,17 @@ impl FieldNode {
 
     /// FieldsV1: members as `{}`, or `".": {}` beside children; `f:` fields, then `k:` items,
     /// then `v:` members, each sorted.
-    fn render(&self) -> Value {
-        let mut out = Map::new();
-        if self.member && !self.children.is_empty() {
-            out.insert(".".into(), json!({}));
+    fn render(self) -> Value {
+        let itself = self.member && !self.children.is_empty();
+        let mut out = Map::with_capacity(self.children.len() + usize::from(itself));
+        if itself {
+            out.insert(".".into(), Value::Object(Map::new()));
         }
-        let mut keys: Vec<&String> = self.children.keys().collect();
-        keys.sort_by(|a, b| fields_v1::element_order(a, b));
-        for k in keys {
-            if let Some(child) = self.children.get(k) {
-                out.insert(k.clone(), child.render());
-            }
+        // The children come in text order, so a stable sort by group alone is `element_order`.
+        let mut children: Vec<(String, FieldNode)> = self.children.into_iter().collect();
+        children.sort_by_key(|(k, _)| fields_v1::element_group(k));
+        for (k, child) in children {
+            out.insert(k, child.render());
         }
         Value::Object(out)
     }
