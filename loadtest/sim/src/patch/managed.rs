@@ -411,66 +411,104 @@ pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
 }
 
 /// The FieldsV1 of every leaf of `v`: `encode_fields` of the keys of [`leaves`], built in one
-/// walk without a path per leaf (what a create records for its manager).
+/// walk straight into the value, without a path per leaf or a tree in between (what a create
+/// records for its manager).
 pub(crate) fn encode_leaves(v: &Value, schema: Schema, part: Part) -> Value {
-    let mut root = FieldNode::default();
-    if let Value::Object(members) = v {
-        for (k, v) in members {
+    encode_leaves_directly(v, schema, part)
+        // Two items of a list with the same key share one node; merging them is left to the sets.
+        .unwrap_or_else(|| encode_fields(&leaves(v, schema, part).into_keys().collect()))
+}
+
+/// [`encode_leaves`], or `None` where two list items have the same key.
+fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value> {
+    let mut members = Vec::new();
+    if let Value::Object(root) = v {
+        for (k, v) in root {
             if v.is_null() || !root_member_counts(k, part) {
                 continue;
             }
             let (sub, ..) = schema.lookup(k);
-            match v {
+            let fields = match v {
                 Value::Object(meta) if k == "metadata" => {
+                    let mut recorded = Vec::new();
                     for (mk, mv) in meta {
                         if mv.is_null() || STRIPPED_METADATA.contains(&mk.as_str()) {
                             continue;
                         }
-                        let node = root.child(format!("f:{k}")).child(format!("f:{mk}"));
-                        tree_of(mv, sub, sub.field(mk), node);
+                        recorded.push((field_element(mk), fields_of(mv, sub, sub.field(mk))?));
                     }
+                    if recorded.is_empty() {
+                        continue;
+                    }
+                    fields_node(recorded, false)?
                 }
-                _ => tree_of(v, sub, schema.field(k), root.child(format!("f:{k}"))),
-            }
+                _ => fields_of(v, sub, schema.field(k))?,
+            };
+            members.push((field_element(k), fields));
         }
     }
-    root.render()
+    fields_node(members, false)
 }
 
-/// [`collect`], into a tree: `node` is the place of `v`.
-fn tree_of(v: &Value, schema: Schema, field: Option<&FieldDef>, node: &mut FieldNode) {
+/// `f:name`.
+fn field_element(name: &str) -> String {
+    let mut element = String::with_capacity(name.len() + 2);
+    element.push_str("f:");
+    element.push_str(name);
+    element
+}
+
+/// The FieldsV1 at the place of `v` ([`collect`] as a set), or `None` where two list items
+/// have the same key.
+fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Value> {
+    let member = || Some(Value::Object(Map::new()));
+    let members_of = |m: &Map<String, Value>, schema: Schema| -> Option<Vec<(String, Value)>> {
+        m.iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| Some((field_element(k), fields_of(v, schema.lookup(k).0, schema.field(k))?)))
+            .collect()
+    };
     match v {
-        Value::Object(m) if descends(v, field) => {
-            for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
-                tree_of(v, schema.lookup(k).0, schema.field(k), node.child(format!("f:{k}")));
-            }
-        }
+        Value::Object(m) if descends(v, field) => fields_node(members_of(m, schema)?, false),
         Value::Array(items) => match list_kind(field) {
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                let mut listed = Vec::with_capacity(items.len());
                 for item in items {
-                    let item_node = node.child(format!("k:{}", Value::Object(item_key(item, keys))));
-                    item_node.member = true;
-                    if let Value::Object(m) = item {
-                        for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
-                            tree_of(
-                                v,
-                                schema.lookup(k).0,
-                                schema.field(k),
-                                item_node.child(format!("f:{k}")),
-                            );
-                        }
-                    }
+                    let key = format!("k:{}", Value::Object(item_key(item, keys)));
+                    let members = match item {
+                        Value::Object(m) => members_of(m, schema)?,
+                        _ => Vec::new(),
+                    };
+                    listed.push((key, fields_node(members, true)?));
                 }
+                fields_node(listed, false)
             }
-            SsaList::Set if !items.is_empty() => {
-                for item in items {
-                    node.child(format!("v:{item}")).member = true;
-                }
-            }
-            _ => node.member = true,
+            SsaList::Set if !items.is_empty() => fields_node(
+                items.iter().map(|item| (format!("v:{item}"), Value::Object(Map::new()))).collect(),
+                false,
+            ),
+            _ => member(),
         },
-        _ => node.member = true,
+        _ => member(),
     }
+}
+
+/// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has
+/// children. `None` when two children share an element and are not both plain members.
+fn fields_node(mut children: Vec<(String, Value)>, member: bool) -> Option<Value> {
+    children.sort_by(|a, b| fields_v1::element_order(&a.0, &b.0));
+    let plain = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+    if children.windows(2).any(|w| w[0].0 == w[1].0 && !(plain(&w[0].1) && plain(&w[1].1))) {
+        return None;
+    }
+    children.dedup_by(|a, b| a.0 == b.0);
+    let itself = member && !children.is_empty();
+    let mut out = Map::with_capacity(children.len() + usize::from(itself));
+    if itself {
+        out.insert(".".into(), Value::Object(Map::new()));
+    }
+    out.extend(children);
+    Some(Value::Object(out))
 }
 
 /// A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`.
@@ -718,6 +756,26 @@ mod tests {
 
     fn pod() -> Schema {
         SchemaKind::for_kind("v1", "Pod").map(|k| k.schema()).unwrap_or(Schema::OPAQUE)
+    }
+
+    /// List items that share a key share a node: a create's FieldsV1 of such an object is still
+    /// the encoding of its every leaf.
+    #[test]
+    fn encoded_leaves_merge_list_items_with_the_same_key() {
+        let obj = json!({
+            "metadata": {"name": "p", "finalizers": ["a", "b", "a"]},
+            "spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "args": ["x"]}],
+                "tolerations": [{"key": "k"}, {"key": "k"}]}
+        });
+        for part in [Part::All, Part::Main] {
+            let every_leaf = leaves(&obj, pod(), part).into_keys().collect();
+            assert_eq!(encode_leaves(&obj, pod(), part), encode_fields(&every_leaf));
+            assert_eq!(encode_leaves_directly(&obj, pod(), part), None, "the containers share a key");
+        }
+        let distinct =
+            json!({"metadata": {"finalizers": ["a", "a"]}, "spec": {"containers": [{"name": "c"}]}});
+        let every_leaf = leaves(&distinct, pod(), Part::All).into_keys().collect();
+        assert_eq!(encode_leaves_directly(&distinct, pod(), Part::All), Some(encode_fields(&every_leaf)));
     }
 
     /// FieldsV1 as kube-apiserver writes it for a created pod (`kubectl create`).
