@@ -88,6 +88,12 @@ fn decide(
 /// reports them (`duplicate field "spec.paused"`; for a JSON patch, `json patch unknown field
 /// "[0].foo"` and `json patch duplicate field "[1].path"` for its operations).
 pub fn patch_body_issues(body: &[u8], json_patch: bool) -> Vec<String> {
+    // Only a JSON patch's keys can be unknown; any other patch has issues only if it repeats a
+    // key, which the decode without key events tells.
+    if !json_patch && !fields::json_keys::parse_noting_duplicates(body).is_ok_and(|(_, duplicate)| duplicate)
+    {
+        return Vec::new();
+    }
     let Ok((_, events)) = fields::json_keys::parse(body) else { return Vec::new() };
     let mut out = Vec::new();
     for e in &events {

@@ -50,6 +50,24 @@ pub fn is_deleting(obj: &Value) -> bool {
     meta(obj).and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null())
 }
 
+/// [`is_deleting`] of stored JSON, read without building the object (a create asks it of its
+/// namespace every time). `None` when the JSON is not shaped as the probe expects.
+pub fn json_is_deleting(json: &[u8]) -> Option<bool> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        /// `Option` reads a JSON null as `None`, as `is_deleting` ignores a null.
+        #[serde(rename = "deletionTimestamp", default)]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let object: Object = serde_json::from_slice(json).ok()?;
+    Some(object.metadata.is_some_and(|m| m.deletion_timestamp.is_some()))
+}
+
 pub fn deletion_grace(obj: &Value) -> Option<i64> {
     meta(obj)?.get("deletionGracePeriodSeconds")?.as_i64()
 }
@@ -86,4 +104,30 @@ pub fn now_micros() -> String {
 /// Parses an RFC3339 timestamp.
 pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_probe_of_deletion_agrees_with_the_parsed_object() {
+        let cases = [
+            json!({"metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            json!({"metadata": {"deletionTimestamp": null}}),
+            json!({"metadata": null}),
+            json!({"metadata": "x"}),
+            json!({"kind": "Namespace"}),
+            json!([1]),
+            json!({"metadata": {"deletionTimestamp": {"nested": [1, 2]}}, "spec": {"x": 1}}),
+        ];
+        for case in cases {
+            let bytes = serde_json::to_vec(&case).unwrap();
+            let probed = json_is_deleting(&bytes).unwrap_or_else(|| is_deleting(&case));
+            assert_eq!(probed, is_deleting(&case), "{case}");
+        }
+        assert_eq!(json_is_deleting(br#"{"metadata":{"deletionTimestamp":"t"}}"#), Some(true));
+        assert_eq!(json_is_deleting(br#"{"metadata":{"name":"n"}}"#), Some(false));
+    }
 }

@@ -103,6 +103,12 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// A random (version 4) UUID from the thread's generator: `Uuid::new_v4` asks the kernel for
+/// its bytes, a system call on every create.
+fn new_uid() -> String {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string()
+}
+
 /// Everything of an object but metadata and status: what bumps generation when it changes.
 fn spec_part(obj: &Value) -> Vec<(&String, &Value)> {
     obj.as_object()
@@ -231,7 +237,7 @@ impl ApiServer {
         }
         {
             let m = meta_mut(&mut obj);
-            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("uid".into(), json!(new_uid()));
             m.insert("creationTimestamp".into(), json!(meta::now_seconds()));
             m.remove("deletionTimestamp");
             m.remove("deletionGracePeriodSeconds");

@@ -3,8 +3,7 @@
 //! needs to report `duplicate field "spec.paused"` in the order kube-apiserver does. The last of
 //! duplicate keys wins, as in Go.
 
-use std::cell::RefCell;
-use std::collections::HashSet;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -22,10 +21,24 @@ pub struct KeyEvent {
 /// Decodes `body` as JSON, with its key events.
 pub fn parse(body: &[u8]) -> Result<(Value, Vec<KeyEvent>), serde_json::Error> {
     let events = RefCell::new(Vec::new());
+    let duplicate = Cell::new(false);
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = ValueSeed { path: String::new(), events: &events }.deserialize(&mut de)?;
+    let value = ValueSeed { path: String::new(), events: Some(&events), duplicate: &duplicate }
+        .deserialize(&mut de)?;
     de.end()?;
     Ok((value, events.into_inner()))
+}
+
+/// Decodes `body` as [`parse`] does (the same value, the same errors) without recording key
+/// events, and says whether any object repeats a key. Events cost a path per key; a body with no
+/// repeated key needs them only to order the unknown fields it has, which most bodies do not.
+pub fn parse_noting_duplicates(body: &[u8]) -> Result<(Value, bool), serde_json::Error> {
+    let duplicate = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value =
+        ValueSeed { path: String::new(), events: None, duplicate: &duplicate }.deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, duplicate.get()))
 }
 
 /// `parent.key`, or `key` at the root.
@@ -34,8 +47,18 @@ pub fn child_path(parent: &str, key: &str) -> String {
 }
 
 struct ValueSeed<'a> {
+    /// The value's path; kept only while events are recorded.
     path: String,
-    events: &'a RefCell<Vec<KeyEvent>>,
+    events: Option<&'a RefCell<Vec<KeyEvent>>>,
+    /// Set when an object repeats a key.
+    duplicate: &'a Cell<bool>,
+}
+
+impl<'a> ValueSeed<'a> {
+    fn at(&self, path: impl FnOnce() -> String) -> Self {
+        let path = if self.events.is_some() { path() } else { String::new() };
+        Self { path, events: self.events, duplicate: self.duplicate }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
@@ -88,8 +111,8 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         loop {
-            let path = format!("{}[{}]", self.path, items.len());
-            match seq.next_element_seed(ValueSeed { path, events: self.events })? {
+            let seed = self.at(|| format!("{}[{}]", self.path, items.len()));
+            match seq.next_element_seed(seed)? {
                 Some(v) => items.push(v),
                 None => return Ok(Value::Array(items)),
             }
@@ -98,12 +121,17 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = child_path(&self.path, &key);
-            let duplicate = !seen.insert(key.clone());
-            self.events.borrow_mut().push(KeyEvent { path: path.clone(), duplicate });
-            let value = map.next_value_seed(ValueSeed { path, events: self.events })?;
+            // Keys are only ever added to `out`, so a key it holds is one seen before.
+            let duplicate = out.contains_key(&key);
+            if duplicate {
+                self.duplicate.set(true);
+            }
+            let seed = self.at(|| child_path(&self.path, &key));
+            if let Some(events) = self.events {
+                events.borrow_mut().push(KeyEvent { path: seed.path.clone(), duplicate });
+            }
+            let value = map.next_value_seed(seed)?;
             out.insert(key, value);
         }
         Ok(Value::Object(out))
@@ -126,11 +154,35 @@ mod tests {
     }
 
     #[test]
+    fn noting_duplicates_decodes_as_the_event_parse_does() {
+        let bodies: [&[u8]; 7] = [
+            br#"{"metadata":{"name":"a","name":"b"}}"#,
+            br#"{"spec":{"x":[{"k":1},{"k":2,"k":3}]}}"#,
+            br#"{"spec":{"x":[{"k":1},{"j":2}]},"a":null,"b":[1,"s",true,1.5]}"#,
+            b"[]",
+            b"{",
+            b"{} x",
+            br#"{"a" 1}"#,
+        ];
+        for body in bodies {
+            let full = parse(body).map(|(v, events)| (v, events.iter().any(|e| e.duplicate)));
+            let fast = parse_noting_duplicates(body);
+            match (full, fast) {
+                (Ok(full), Ok(fast)) => assert_eq!(full, fast, "{}", String::from_utf8_lossy(body)),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(body)),
+            }
+        }
+    }
+
+    #[test]
     fn rejects_what_serde_json_rejects() {
         for body in [&b"{"[..], b"", b"{} x", b"[1,]", b"{\"a\" 1}"] {
             assert!(parse(body).is_err(), "{}", String::from_utf8_lossy(body));
+            assert!(parse_noting_duplicates(body).is_err(), "{}", String::from_utf8_lossy(body));
         }
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert!(parse(deep.as_bytes()).is_err(), "the recursion limit holds");
+        assert!(parse_noting_duplicates(deep.as_bytes()).is_err(), "the recursion limit holds");
     }
 }

@@ -254,6 +254,18 @@ fn decode_object(
 ) -> Result<(Value, Vec<String>), ApiError> {
     let ct = content_type(headers);
     let is_json = matches!(ct.split(';').next().unwrap_or("").trim(), "" | "application/json" | "*/*");
+    if is_json
+        && opts.field_validation != FieldValidation::Ignore
+        && let Ok((mut obj, false)) = fields::json_keys::parse_noting_duplicates(body)
+    {
+        // With no repeated key, the key events only order the unknown fields' issues: a body
+        // with no issue is answered without them, any other is decoded again with them.
+        if let Ok(warnings) = decode::check_body(&target.rt, &mut obj, Some(&[]), opts.field_validation)
+            && warnings.is_empty()
+        {
+            return Ok((obj, warnings));
+        }
+    }
     let (mut obj, events) = if is_json && opts.field_validation != FieldValidation::Ignore {
         let (obj, events) = fields::json_keys::parse(body)
             .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?;

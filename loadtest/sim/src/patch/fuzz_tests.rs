@@ -239,3 +239,87 @@ proptest! {
         }
     }
 }
+
+/// A field path of up to three elements from a small alphabet, so random sets share prefixes.
+fn field_path() -> impl Strategy<Value = managed::FieldPath> {
+    let element =
+        proptest::sample::select(
+            &[
+                "f:a",
+                "f:b",
+                "f:spec",
+                "k:{\"name\":\"c\"}",
+                "k:{\"name\":\"d\"}",
+                "v:\"x\"",
+                "v:1",
+                "i:0",
+                "x",
+            ][..],
+        )
+        .prop_map(str::to_string);
+    proptest::collection::vec(element, 1..4)
+}
+
+fn field_set() -> impl Strategy<Value = std::collections::BTreeSet<managed::FieldPath>> {
+    proptest::collection::btree_set(field_path(), 0..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    /// Adding or removing a path in a FieldsV1 value gives what encoding the changed set gives.
+    #[test]
+    fn fields_v1_edits_equal_encoding_the_edited_set(set in field_set(), path in field_path()) {
+        let encoded = managed::encode_fields(&set);
+        prop_assert!(fields_v1::canonical(&encoded), "{}", encoded);
+        let mut added = encoded.clone();
+        fields_v1::insert(&mut added, &path);
+        let mut with = set.clone();
+        with.insert(path.clone());
+        prop_assert_eq!(&added, &managed::encode_fields(&with));
+        let mut removed = encoded;
+        fields_v1::remove(&mut removed, &path);
+        let mut without = set;
+        without.remove(&path);
+        prop_assert_eq!(&removed, &managed::encode_fields(&without));
+    }
+
+    /// A value that is not what `encode_fields` writes is never taken for canonical.
+    #[test]
+    fn fields_v1_canonical_only_if_encoding_keeps_it(v in arb_json()) {
+        if fields_v1::canonical(&v) {
+            let mut set = std::collections::BTreeSet::new();
+            let mut decoded = managed::entries(&json!({"metadata": {"managedFields": [{"fieldsV1": v.clone()}]}}));
+            if let Some(e) = decoded.pop() {
+                set = e.fields;
+            }
+            prop_assert_eq!(&managed::encode_fields(&set), &v);
+        }
+    }
+
+    /// An update's managedFields, each set edited in place, are those decoding and encoding every
+    /// set gives, for random merge patches by random managers of a Job two managers wrote.
+    #[test]
+    fn managed_fields_edited_in_place_equal_the_decoded_update(
+        first in arb_json(),
+        second in arb_json(),
+        managers in proptest::sample::subsequence(&["m", "a", "b"][..], 2),
+        part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
+    ) {
+        let schema = job_schema();
+        let old = live_job();
+        let mut mid = apply_merge_patch(&old, &first);
+        managed::track_update(Some(&old), &mut mid, Some(&schema), part, managers[0], "batch/v1", "", "t1");
+        let mut new = apply_merge_patch(&mid, &second);
+        let mut decoded = new.clone();
+        managed::track_update(Some(&mid), &mut new, Some(&schema), part, managers[1], "batch/v1", "", "t2");
+        let live = mid.pointer("/metadata/managedFields").filter(|l| l.as_array().is_some_and(|a| !a.is_empty()));
+        let sent = decoded.pointer("/metadata/managedFields");
+        if live.is_some() && (sent.is_none() || sent == live) {
+            let who = managed::Identity { manager: managers[1], api_version: "batch/v1", subresource: "", now: "t2" };
+            let c = managed::diff(&mid, &decoded, schema.schema(), part);
+            managed::update_decoded(&mid, &mut decoded, &c, &who);
+            prop_assert_eq!(new, decoded);
+        }
+    }
+}

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::fields_v1;
 use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
 
 /// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
@@ -287,18 +288,31 @@ pub(crate) fn compare(old: &BTreeMap<FieldPath, &Value>, new: &BTreeMap<FieldPat
     c
 }
 
-/// One `managedFields` entry, its set decoded.
+/// One `managedFields` entry, its set decoded (or, for an edit in place, as FieldsV1).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Entry {
+pub(crate) struct Entry<Fields = BTreeSet<FieldPath>> {
     pub manager: String,
     pub operation: String,
     pub api_version: String,
     pub time: String,
     pub subresource: String,
-    pub fields: BTreeSet<FieldPath>,
+    pub fields: Fields,
 }
 
-impl Entry {
+impl<Fields> Entry<Fields> {
+    /// The entry `e` of `managedFields` with its set as `fields`.
+    fn read(e: &Value, fields: Fields) -> Self {
+        let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Entry {
+            manager: text("manager"),
+            operation: text("operation"),
+            api_version: text("apiVersion"),
+            time: text("time"),
+            subresource: text("subresource"),
+            fields,
+        }
+    }
+
     fn same_identity(&self, manager: &str, operation: &str, api_version: &str, subresource: &str) -> bool {
         self.manager == manager
             && self.operation == operation
@@ -322,7 +336,6 @@ pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
     let Some(items) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     items
         .iter()
         .map(|e| {
@@ -330,14 +343,7 @@ pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
             if let Some(f) = e.get("fieldsV1") {
                 decode_fields(f, &mut Vec::new(), &mut fields);
             }
-            Entry {
-                manager: text(e, "manager"),
-                operation: text(e, "operation"),
-                api_version: text(e, "apiVersion"),
-                time: text(e, "time"),
-                subresource: text(e, "subresource"),
-                fields,
-            }
+            Entry::read(e, fields)
         })
         .collect()
 }
@@ -375,25 +381,17 @@ impl FieldNode {
 
     /// FieldsV1: members as `{}`, or `".": {}` beside children; `f:` fields, then `k:` items,
     /// then `v:` members, each sorted.
-    fn render(&self) -> Value {
-        fn order(k: &str) -> u8 {
-            match k.get(..2) {
-                Some("f:") => 0,
-                Some("k:") => 1,
-                Some("v:") => 2,
-                _ => 3,
-            }
+    fn render(self) -> Value {
+        let itself = self.member && !self.children.is_empty();
+        let mut out = Map::with_capacity(self.children.len() + usize::from(itself));
+        if itself {
+            out.insert(".".into(), Value::Object(Map::new()));
         }
-        let mut out = Map::new();
-        if self.member && !self.children.is_empty() {
-            out.insert(".".into(), json!({}));
-        }
-        let mut keys: Vec<&String> = self.children.keys().collect();
-        keys.sort_by(|a, b| (order(a), *a).cmp(&(order(b), *b)));
-        for k in keys {
-            if let Some(child) = self.children.get(k) {
-                out.insert(k.clone(), child.render());
-            }
+        // The children come in text order, so a stable sort by group alone is `element_order`.
+        let mut children: Vec<(String, FieldNode)> = self.children.into_iter().collect();
+        children.sort_by_key(|(k, _)| fields_v1::element_group(k));
+        for (k, child) in children {
+            out.insert(k, child.render());
         }
         Value::Object(out)
     }
@@ -413,66 +411,104 @@ pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
 }
 
 /// The FieldsV1 of every leaf of `v`: `encode_fields` of the keys of [`leaves`], built in one
-/// walk without a path per leaf (what a create records for its manager).
+/// walk straight into the value, without a path per leaf or a tree in between (what a create
+/// records for its manager).
 pub(crate) fn encode_leaves(v: &Value, schema: Schema, part: Part) -> Value {
-    let mut root = FieldNode::default();
-    if let Value::Object(members) = v {
-        for (k, v) in members {
+    encode_leaves_directly(v, schema, part)
+        // Two items of a list with the same key share one node; merging them is left to the sets.
+        .unwrap_or_else(|| encode_fields(&leaves(v, schema, part).into_keys().collect()))
+}
+
+/// [`encode_leaves`], or `None` where two list items have the same key.
+fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value> {
+    let mut members = Vec::new();
+    if let Value::Object(root) = v {
+        for (k, v) in root {
             if v.is_null() || !root_member_counts(k, part) {
                 continue;
             }
             let (sub, ..) = schema.lookup(k);
-            match v {
+            let fields = match v {
                 Value::Object(meta) if k == "metadata" => {
+                    let mut recorded = Vec::new();
                     for (mk, mv) in meta {
                         if mv.is_null() || STRIPPED_METADATA.contains(&mk.as_str()) {
                             continue;
                         }
-                        let node = root.child(format!("f:{k}")).child(format!("f:{mk}"));
-                        tree_of(mv, sub, sub.field(mk), node);
+                        recorded.push((field_element(mk), fields_of(mv, sub, sub.field(mk))?));
                     }
+                    if recorded.is_empty() {
+                        continue;
+                    }
+                    fields_node(recorded, false)?
                 }
-                _ => tree_of(v, sub, schema.field(k), root.child(format!("f:{k}"))),
-            }
+                _ => fields_of(v, sub, schema.field(k))?,
+            };
+            members.push((field_element(k), fields));
         }
     }
-    root.render()
+    fields_node(members, false)
 }
 
-/// [`collect`], into a tree: `node` is the place of `v`.
-fn tree_of(v: &Value, schema: Schema, field: Option<&FieldDef>, node: &mut FieldNode) {
+/// `f:name`.
+fn field_element(name: &str) -> String {
+    let mut element = String::with_capacity(name.len() + 2);
+    element.push_str("f:");
+    element.push_str(name);
+    element
+}
+
+/// The FieldsV1 at the place of `v` ([`collect`] as a set), or `None` where two list items
+/// have the same key.
+fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Value> {
+    let member = || Some(Value::Object(Map::new()));
+    let members_of = |m: &Map<String, Value>, schema: Schema| -> Option<Vec<(String, Value)>> {
+        m.iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| Some((field_element(k), fields_of(v, schema.lookup(k).0, schema.field(k))?)))
+            .collect()
+    };
     match v {
-        Value::Object(m) if descends(v, field) => {
-            for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
-                tree_of(v, schema.lookup(k).0, schema.field(k), node.child(format!("f:{k}")));
-            }
-        }
+        Value::Object(m) if descends(v, field) => fields_node(members_of(m, schema)?, false),
         Value::Array(items) => match list_kind(field) {
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                let mut listed = Vec::with_capacity(items.len());
                 for item in items {
-                    let item_node = node.child(format!("k:{}", Value::Object(item_key(item, keys))));
-                    item_node.member = true;
-                    if let Value::Object(m) = item {
-                        for (k, v) in m.iter().filter(|(_, v)| !v.is_null()) {
-                            tree_of(
-                                v,
-                                schema.lookup(k).0,
-                                schema.field(k),
-                                item_node.child(format!("f:{k}")),
-                            );
-                        }
-                    }
+                    let key = format!("k:{}", Value::Object(item_key(item, keys)));
+                    let members = match item {
+                        Value::Object(m) => members_of(m, schema)?,
+                        _ => Vec::new(),
+                    };
+                    listed.push((key, fields_node(members, true)?));
                 }
+                fields_node(listed, false)
             }
-            SsaList::Set if !items.is_empty() => {
-                for item in items {
-                    node.child(format!("v:{item}")).member = true;
-                }
-            }
-            _ => node.member = true,
+            SsaList::Set if !items.is_empty() => fields_node(
+                items.iter().map(|item| (format!("v:{item}"), Value::Object(Map::new()))).collect(),
+                false,
+            ),
+            _ => member(),
         },
-        _ => node.member = true,
+        _ => member(),
     }
+}
+
+/// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has
+/// children. `None` when two children share an element and are not both plain members.
+fn fields_node(mut children: Vec<(String, Value)>, member: bool) -> Option<Value> {
+    children.sort_by(|a, b| fields_v1::element_order(&a.0, &b.0));
+    let plain = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+    if children.windows(2).any(|w| w[0].0 == w[1].0 && !(plain(&w[0].1) && plain(&w[1].1))) {
+        return None;
+    }
+    children.dedup_by(|a, b| a.0 == b.0);
+    let itself = member && !children.is_empty();
+    let mut out = Map::with_capacity(children.len() + usize::from(itself));
+    if itself {
+        out.insert(".".into(), Value::Object(Map::new()));
+    }
+    out.extend(children);
+    Some(Value::Object(out))
 }
 
 /// A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`.
@@ -500,8 +536,18 @@ pub(crate) fn path_string(path: &FieldPath) -> String {
 
 /// Writes `entries` into `obj.metadata.managedFields`, empty sets dropped, sorted as
 /// `sortEncodedManagedFields` does (operation, time, manager, apiVersion, subresource).
-pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
-    entries.retain(|e| !e.fields.is_empty());
+pub(crate) fn store_entries(obj: &mut Value, entries: Vec<Entry>) {
+    store_entries_with(obj, entries, BTreeSet::is_empty, |fields| encode_fields(&fields));
+}
+
+/// [`store_entries`] of entries whose sets are held as `Fields`.
+pub(crate) fn store_entries_with<Fields>(
+    obj: &mut Value,
+    mut entries: Vec<Entry<Fields>>,
+    is_empty: impl Fn(&Fields) -> bool,
+    encode: impl Fn(Fields) -> Value,
+) {
+    entries.retain(|e| !is_empty(&e.fields));
     entries.sort_by(|p, q| {
         (&p.operation, &p.time, &p.manager, &p.api_version, &p.subresource).cmp(&(
             &q.operation,
@@ -512,16 +558,9 @@ pub(crate) fn store_entries(obj: &mut Value, mut entries: Vec<Entry>) {
         ))
     });
     let rendered: Vec<Value> = entries
-        .iter()
+        .into_iter()
         .map(|e| {
-            render_entry(
-                &e.manager,
-                &e.operation,
-                &e.api_version,
-                &e.time,
-                &e.subresource,
-                encode_fields(&e.fields),
-            )
+            render_entry(&e.manager, &e.operation, &e.api_version, &e.time, &e.subresource, encode(e.fields))
         })
         .collect();
     set_managed_fields(obj, rendered);
@@ -580,6 +619,61 @@ pub fn manager_from_user_agent(user_agent: &str) -> String {
     out
 }
 
+/// Who makes an `Update` write, and when.
+pub(crate) struct Identity<'a> {
+    pub manager: &'a str,
+    pub api_version: &'a str,
+    pub subresource: &'a str,
+    pub now: &'a str,
+}
+
+/// What [`track_update`] makes of the live entries `live` for the change `c`, each set edited
+/// as FieldsV1 rather than decoded and encoded again. `None` (do it the decoding way) unless
+/// every set is present and canonical and at most one entry is the writer's own.
+pub(crate) fn edit_in_place(live: &[Value], c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
+    let mut entries = Vec::with_capacity(live.len() + 1);
+    let mut mine_at = None;
+    for (i, e) in live.iter().enumerate() {
+        let fields = e.get("fieldsV1").filter(|f| fields_v1::canonical(f))?.clone();
+        let entry = Entry::read(e, fields);
+        if entry.same_identity(who.manager, "Update", who.api_version, who.subresource)
+            && mine_at.replace(i).is_some()
+        {
+            return None;
+        }
+        entries.push(entry);
+    }
+    if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
+        // Nothing changed: the entries stay as they are (the writer's own is not re-timed).
+        return Some(entries);
+    }
+    let mut fields = match mine_at {
+        Some(i) => entries.remove(i).fields,
+        None => Value::Object(Map::new()),
+    };
+    let changed = || c.added.iter().chain(&c.modified);
+    for e in &mut entries {
+        for path in changed().chain(&c.removed) {
+            fields_v1::remove(&mut e.fields, path);
+        }
+    }
+    for path in &c.removed {
+        fields_v1::remove(&mut fields, path);
+    }
+    for path in changed() {
+        fields_v1::insert(&mut fields, path);
+    }
+    entries.push(Entry {
+        manager: who.manager.to_string(),
+        operation: "Update".into(),
+        api_version: who.api_version.to_string(),
+        time: who.now.to_string(),
+        subresource: who.subresource.to_string(),
+        fields,
+    });
+    Some(entries)
+}
+
 /// A non-apply write (create, update, JSON/merge/strategic patch) by `manager`: it takes every
 /// field it adds or changes (from other managers too) and every manager loses the fields it
 /// removed (`Updater.Update` with force). `old` is `None` on create. An update of an object that
@@ -595,38 +689,39 @@ pub fn track_update(
     subresource: &str,
     now: &str,
 ) {
-    let mut managers = match old {
-        Some(old) => {
-            // A write that sends other managedFields than the live ones replaces them.
-            let sent = new.pointer("/metadata/managedFields");
-            let live = old.pointer("/metadata/managedFields");
-            if sent.is_some() && sent != live {
-                return;
-            }
-            let previous = entries(old);
-            if previous.is_empty() {
-                if let Some(Value::Object(meta)) = new.get_mut("metadata") {
-                    meta.shift_remove("managedFields");
-                }
-                return;
-            }
-            previous
-        }
-        None => {
-            // A create: the manager owns every field the object has.
-            let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
-            let fields = encode_leaves(new, schema, part);
-            let owned = fields.as_object().is_some_and(|f| !f.is_empty());
-            let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
-            set_managed_fields(new, entry.into_iter().collect());
-            return;
-        }
-    };
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
-    let c = match old {
-        Some(old) => diff(old, new, schema, part),
-        None => compare(&BTreeMap::new(), &leaves(new, schema, part)),
+    let Some(old) = old else {
+        // A create: the manager owns every field the object has.
+        let fields = encode_leaves(new, schema, part);
+        let owned = fields.as_object().is_some_and(|f| !f.is_empty());
+        let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
+        set_managed_fields(new, entry.into_iter().collect());
+        return;
     };
+    // A write that sends other managedFields than the live ones replaces them.
+    let sent = new.pointer("/metadata/managedFields");
+    let live = old.pointer("/metadata/managedFields");
+    if sent.is_some() && sent != live {
+        return;
+    }
+    let live = live.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    if live.is_empty() {
+        if let Some(Value::Object(meta)) = new.get_mut("metadata") {
+            meta.shift_remove("managedFields");
+        }
+        return;
+    }
+    let c = diff(old, new, schema, part);
+    let who = Identity { manager, api_version, subresource, now };
+    match edit_in_place(live, &c, &who) {
+        Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
+        None => update_decoded(old, new, &c, &who),
+    }
+}
+
+/// [`track_update`] of an update by decoding every set into paths and encoding them again.
+pub(crate) fn update_decoded(old: &Value, new: &mut Value, c: &Comparison, who: &Identity) {
+    let mut managers = entries(old);
     if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
         store_entries(new, managers);
         return;
@@ -634,21 +729,21 @@ pub fn track_update(
     let changed: BTreeSet<FieldPath> = c.added.union(&c.modified).cloned().collect();
     let mut mine = BTreeSet::new();
     for e in &mut managers {
-        if e.same_identity(manager, "Update", api_version, subresource) {
+        if e.same_identity(who.manager, "Update", who.api_version, who.subresource) {
             mine = std::mem::take(&mut e.fields);
             continue;
         }
         e.fields.retain(|p| !changed.contains(p) && !c.removed.contains(p));
     }
-    managers.retain(|e| !e.same_identity(manager, "Update", api_version, subresource));
+    managers.retain(|e| !e.same_identity(who.manager, "Update", who.api_version, who.subresource));
     mine.retain(|p| !c.removed.contains(p));
     mine.extend(changed);
     managers.push(Entry {
-        manager: manager.to_string(),
+        manager: who.manager.to_string(),
         operation: "Update".into(),
-        api_version: api_version.to_string(),
-        time: now.to_string(),
-        subresource: subresource.to_string(),
+        api_version: who.api_version.to_string(),
+        time: who.now.to_string(),
+        subresource: who.subresource.to_string(),
         fields: mine,
     });
     store_entries(new, managers);
@@ -661,6 +756,26 @@ mod tests {
 
     fn pod() -> Schema {
         SchemaKind::for_kind("v1", "Pod").map(|k| k.schema()).unwrap_or(Schema::OPAQUE)
+    }
+
+    /// List items that share a key share a node: a create's FieldsV1 of such an object is still
+    /// the encoding of its every leaf.
+    #[test]
+    fn encoded_leaves_merge_list_items_with_the_same_key() {
+        let obj = json!({
+            "metadata": {"name": "p", "finalizers": ["a", "b", "a"]},
+            "spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "args": ["x"]}],
+                "tolerations": [{"key": "k"}, {"key": "k"}]}
+        });
+        for part in [Part::All, Part::Main] {
+            let every_leaf = leaves(&obj, pod(), part).into_keys().collect();
+            assert_eq!(encode_leaves(&obj, pod(), part), encode_fields(&every_leaf));
+            assert_eq!(encode_leaves_directly(&obj, pod(), part), None, "the containers share a key");
+        }
+        let distinct =
+            json!({"metadata": {"finalizers": ["a", "a"]}, "spec": {"containers": [{"name": "c"}]}});
+        let every_leaf = leaves(&distinct, pod(), Part::All).into_keys().collect();
+        assert_eq!(encode_leaves_directly(&distinct, pod(), Part::All), Some(encode_fields(&every_leaf)));
     }
 
     /// FieldsV1 as kube-apiserver writes it for a created pod (`kubectl create`).
