@@ -492,7 +492,8 @@ pub struct Goals {
     /// Peak RSS of any fleet process, in MiB.
     #[serde(default)]
     pub peak_rss_mib: Option<f64>,
-    /// The least steady rate of pod lifecycles (pods seen Succeeded or Failed) per second.
+    /// The least rate of pod lifecycles end to end: the pods the finished Jobs count, per
+    /// second from the workload's start to the last finish.
     #[serde(default)]
     pub pod_lifecycles_per_second: Option<f64>,
 }

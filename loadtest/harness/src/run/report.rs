@@ -70,6 +70,20 @@ pub struct Throughput {
     pub jobs_per_second_to_90_percent: f64,
     /// `[second since the workload started, pods completed, Jobs finished in that second]`.
     pub per_second: Vec<[f64; 3]>,
+    /// The pods the finished Jobs' final status counts (succeeded and failed) ÷ the seconds from
+    /// the workload's start until the last of them finished: pod lifecycles per second end to
+    /// end, from the objects (a watch that fell behind and listed again misses completions).
+    pub pod_lifecycles_per_second: f64,
+}
+
+/// [`Throughput::pod_lifecycles_per_second`] of Jobs that finished at each time with each
+/// count of pods.
+pub fn lifecycle_rate(jobs: &[(jiff::Timestamp, u64)], start: jiff::Timestamp) -> f64 {
+    let pods: u64 = jobs.iter().map(|(_, pods)| pods).sum();
+    match jobs.iter().map(|(t, _)| *t).max() {
+        Some(last) if last > start => pods as f64 / last.duration_since(start).as_secs_f64(),
+        _ => 0.0,
+    }
 }
 
 /// Seconds since `start` of each time, ascending.
@@ -113,6 +127,7 @@ impl Throughput {
             jobs_finished: jobs.len(),
             jobs_per_second_to_90_percent: to_90_percent,
             per_second,
+            pod_lifecycles_per_second: 0.0,
         }
     }
 }
@@ -320,11 +335,11 @@ pub fn goals(
         });
     }
     if let Some(least) = goals.pod_lifecycles_per_second {
-        let rate = throughput.steady_pods_per_second;
+        let rate = throughput.pod_lifecycles_per_second;
         out.push(Outcome {
             name: "pod-lifecycles-per-second".into(),
-            target: format!("≥ {least}/s, steady (10th to 90th percentile of completions)"),
-            measured: format!("{rate:.0}/s of {} pods", throughput.pods_completed),
+            target: format!("≥ {least}/s, the finished Jobs' pods from the start to the last finish"),
+            measured: format!("{rate:.0}/s"),
             passed: rate >= least,
             skipped: None,
             violations: Vec::new(),
@@ -416,8 +431,12 @@ pub fn summary(report: &Report) -> String {
     let _ = writeln!(
         s,
         "throughput: {} pods completed, {:.1}/s steady (10–90 % of them), peak {peak:.0} in a second; \
-         {} Jobs finished, 90 % of them at {:.1}/s",
-        t.pods_completed, t.steady_pods_per_second, t.jobs_finished, t.jobs_per_second_to_90_percent
+         {} Jobs finished, 90 % of them at {:.1}/s; their pods at {:.1}/s end to end",
+        t.pods_completed,
+        t.steady_pods_per_second,
+        t.jobs_finished,
+        t.jobs_per_second_to_90_percent,
+        t.pod_lifecycles_per_second
     );
     let h = &report.hand_overs;
     let _ = writeln!(
@@ -478,20 +497,19 @@ mod tests {
         );
         assert!((t.steady_pods_per_second - 20.0).abs() < 0.5, "{}", t.steady_pods_per_second);
         assert_eq!(Throughput::of(&[], &[], start), Throughput::default());
+        // 2 Jobs of 1,000 pods, the last finished 4 s after the start.
+        assert_eq!(lifecycle_rate(&[(at(1000), 1000), (at(4000), 1000)], start), 500.0);
+        assert_eq!(lifecycle_rate(&[], start), 0.0);
     }
 
     #[test]
     fn the_lifecycle_rate_goal_holds_the_steady_rate_to_its_least() {
         let least_2000 = Goals { pod_lifecycles_per_second: Some(2000.0), ..Goals::default() };
-        let at = |rate: f64| Throughput {
-            pods_completed: 40_000,
-            steady_pods_per_second: rate,
-            ..Throughput::default()
-        };
+        let at = |rate: f64| Throughput { pod_lifecycles_per_second: rate, ..Throughput::default() };
         let outcome = |rate| goals(&least_2000, &BTreeMap::new(), &Percentiles::default(), &at(rate), &[]);
         let [fast] = outcome(2400.0).try_into().expect("one goal");
         assert!(fast.passed && fast.name == "pod-lifecycles-per-second", "{fast:?}");
-        assert_eq!(fast.measured, "2400/s of 40000 pods");
+        assert_eq!(fast.measured, "2400/s");
         let [slow] = outcome(1999.0).try_into().expect("one goal");
         assert!(!slow.passed, "{slow:?}");
         assert!(
