@@ -34,6 +34,28 @@ async fn create(pods: &Api<Pod>, name: &str, node: &str, run: &str) {
     pods.create(&PostParams::default(), &pod).await.expect("create");
 }
 
+/// `fleet-coordinator` on the sim of `kubeconfig`, serving nothing outside 127.0.0.1, with `flags`.
+fn coordinator(kubeconfig: &std::path::Path, metrics_addr: &str, flags: &[&str]) -> tokio::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
+        .arg("--insecure")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args([
+            "--coordinator-id",
+            "coordinator-a",
+            "--metrics-addr",
+            metrics_addr,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(flags)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("fleet-coordinator starts")
+}
+
 async fn phase(pods: &Api<Pod>, name: &str) -> Option<String> {
     pods.get_opt(name).await.ok().flatten().and_then(|p| p.status).and_then(|s| s.phase)
 }
@@ -78,33 +100,24 @@ async fn the_coordinator_binary_runs_upstreams_passes_against_the_sims_node_oper
     );
 
     let metrics_addr = format!("127.0.0.1:{}", free_port());
-    let _coordinator = Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
-        .arg("--insecure")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args([
-            "--coordinator-id",
-            "coordinator-a",
-            "--metrics-addr",
-            &metrics_addr,
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms"])
-        .args(["--leader-elect-retry-period", "200ms"])
-        .args([
+    let _coordinator = coordinator(
+        &kubeconfig,
+        &metrics_addr,
+        &[
+            "--leader-elect-lease-duration",
+            "2s",
+            "--leader-elect-renew-deadline",
+            "1500ms",
+            "--leader-elect-retry-period",
+            "200ms",
             "--terminated-pod-gc-threshold",
             "2",
             "--podgc-period",
             "200ms",
             "--podgc-quarantine",
             "500ms",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("fleet-coordinator starts");
+        ],
+    );
 
     wait_until("PodGC to collect", Duration::from_secs(30), || async {
         let mut names: Vec<String> = pods
@@ -156,27 +169,26 @@ async fn a_rate_limited_podgc_pass_does_not_starve_the_leaders_renewals() {
     .await;
 
     let lease = Duration::from_secs(3);
-    let _coordinator = Command::new(env!("CARGO_BIN_EXE_fleet-coordinator"))
-        .arg("--insecure")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args([
-            "--coordinator-id",
-            "coordinator-a",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s"])
-        .args(["--leader-elect-retry-period", "300ms"])
-        .args(["--kube-api-qps", "2", "--kube-api-burst", "1"])
-        .args(["--terminated-pod-gc-threshold", "1", "--podgc-period", "200ms"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("fleet-coordinator starts");
+    let _coordinator = coordinator(
+        &kubeconfig,
+        "127.0.0.1:0",
+        &[
+            "--leader-elect-lease-duration",
+            "3s",
+            "--leader-elect-renew-deadline",
+            "2s",
+            "--leader-elect-retry-period",
+            "300ms",
+            "--kube-api-qps",
+            "2",
+            "--kube-api-burst",
+            "1",
+            "--terminated-pod-gc-threshold",
+            "1",
+            "--podgc-period",
+            "200ms",
+        ],
+    );
     wait_until("PodGC to delete all but one finished pod", Duration::from_secs(90), || async {
         (pods.list(&Default::default()).await.ok()?.items.len() == 1).then_some(())
     })

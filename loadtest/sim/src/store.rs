@@ -204,11 +204,14 @@ pub struct HistoryConfig {
     pub window: Duration,
     /// Older changes beyond this count are dropped.
     pub max_events: usize,
+    /// How many changes a watcher may fall behind the live stream before it catches up from
+    /// this history instead. Fixed when the store starts.
+    pub live_buffer: usize,
 }
 
 impl Default for HistoryConfig {
     fn default() -> Self {
-        Self { window: Duration::from_secs(75), max_events: 200_000 }
+        Self { window: Duration::from_secs(75), max_events: 200_000, live_buffer: 1 << 16 }
     }
 }
 
@@ -245,7 +248,7 @@ impl Store {
     }
 
     pub fn starting_at(rv: u64, history_config: HistoryConfig) -> Self {
-        let (changes, _) = broadcast::channel(1 << 16);
+        let (changes, _) = broadcast::channel(history_config.live_buffer.max(1));
         Self {
             inner: Mutex::new(Inner {
                 rv,
@@ -442,16 +445,6 @@ impl Store {
         let inner = self.inner.lock();
         let receiver = self.changes.subscribe();
         (Self::list_locked(&inner, resource, namespace), inner.rv, receiver)
-    }
-
-    /// The retained changes after `from_rv`, for a watcher that fell behind the broadcast.
-    pub fn changes_after(&self, from_rv: u64) -> Result<Vec<Arc<Change>>, Expired> {
-        let inner = self.inner.lock();
-        if from_rv < inner.oldest_resumable {
-            return Err(Expired { requested: from_rv, oldest: inner.oldest_resumable });
-        }
-        let start = inner.history.partition_point(|c| c.rv <= from_rv);
-        Ok(inner.history.range(start..).cloned().collect())
     }
 
     /// Drops all history: watches resuming from any earlier version get 410 Expired.
@@ -663,7 +656,11 @@ mod tests {
     #[test]
     fn history_is_bounded_by_count() {
         let (s, id) = store();
-        s.set_history_config(HistoryConfig { window: Duration::from_secs(0), max_events: 2 });
+        s.set_history_config(HistoryConfig {
+            window: Duration::from_secs(0),
+            max_events: 2,
+            ..HistoryConfig::default()
+        });
         for i in 0..5 {
             s.create(id, prepared("ns", &format!("o{i}"), json!(1))).unwrap();
         }

@@ -182,3 +182,76 @@ async fn selector_transitions_are_added_and_deleted() {
     }
     assert_eq!(seen, ["ADDED", "DELETED"]);
 }
+
+/// A watcher that falls behind the live stream catches up from history and misses nothing, even
+/// while writes keep coming as it catches up (kube-apiserver never skips an event in a watch).
+/// The sim keeps a live buffer of 4 changes here, so the watcher falls behind over and over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_falls_behind_misses_no_change() {
+    use batchfleet_sim::store::HistoryConfig;
+    let sim = common::start(batchfleet_sim::SimConfig {
+        nodes: 0,
+        kubelet: false,
+        history: HistoryConfig { live_buffer: 4, ..HistoryConfig::default() },
+        ..batchfleet_sim::SimConfig::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(common::client(&sim), "default");
+    let from = api.list(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut events = api.watch(&WatchParams::default().timeout(120), &from).await.unwrap().boxed();
+
+    const WRITERS: usize = 4;
+    const EACH: usize = 600;
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (api, created) = (api.clone(), created.clone());
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    api.create(&PostParams::default(), &configmap(&format!("w{w}-{i}"), json!({})))
+                        .await
+                        .unwrap();
+                    created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    // Read nothing until a third of the creates are in: the watcher is then far behind, and
+    // catches up while the rest are still being written.
+    common::wait_until("a third of the creates", Duration::from_secs(60), || {
+        let n = created.load(std::sync::atomic::Ordering::Relaxed);
+        async move { (n >= WRITERS * EACH / 3).then_some(()) }
+    })
+    .await;
+    let mut seen = BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while seen.len() < WRITERS * EACH {
+        let next = tokio::time::timeout_at(deadline, events.next()).await;
+        match next {
+            Ok(Some(Ok(WatchEvent::Added(cm)))) => {
+                seen.insert(cm.metadata.name.unwrap());
+                // A slow reader: the watcher keeps falling behind while the writes go on.
+                if seen.len() % 8 == 0 {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+            Ok(Some(Ok(WatchEvent::Bookmark(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_)))) => {}
+            other => {
+                // The writers are done by now or the stream ended: name what went missing.
+                let missing: Vec<String> = (0..WRITERS)
+                    .flat_map(|w| (0..EACH).map(move |i| format!("w{w}-{i}")))
+                    .filter(|n| !seen.contains(n))
+                    .take(10)
+                    .collect();
+                panic!(
+                    "the watch ended or stalled ({other:?}) with {} of {} creates seen; missing: {missing:?}",
+                    seen.len(),
+                    WRITERS * EACH
+                );
+            }
+        }
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+}

@@ -74,10 +74,11 @@ pub async fn handle(
             let v = body_json(&body)?;
             let window = v.get("windowSeconds").and_then(Value::as_f64).unwrap_or(75.0).max(0.0);
             let max_events = v.get("maxEvents").and_then(Value::as_u64).unwrap_or(200_000) as usize;
-            shared
-                .api
-                .store()
-                .set_history_config(HistoryConfig { window: Duration::from_secs_f64(window), max_events });
+            shared.api.store().set_history_config(HistoryConfig {
+                window: Duration::from_secs_f64(window),
+                max_events,
+                ..HistoryConfig::default()
+            });
             ok()
         }
         ("PUT" | "POST", ["continue-ttl"]) => {

@@ -245,13 +245,15 @@ impl Watcher {
                 Err(broadcast::error::RecvError::Closed) => return Err(End::Done),
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Fell behind the broadcast: catch up from history, or end like upstream
-                    // ends a watcher whose history is gone.
-                    match self.shared.api.store().changes_after(self.last_rv) {
-                        Ok(changes) => {
+                    // ends a watcher whose history is gone. The history and the new receiver
+                    // come from one moment under the store's lock: a change between the two
+                    // would reach neither.
+                    match self.shared.api.store().watch_from(self.last_rv) {
+                        Ok((changes, receiver)) => {
                             for c in &changes {
                                 self.push_change(buf, c);
                             }
-                            *rx = rx.resubscribe();
+                            *rx = receiver;
                         }
                         Err(expired) => {
                             buf.extend_from_slice(&error_line(&expired.to_string()));
