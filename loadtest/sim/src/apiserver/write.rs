@@ -478,8 +478,10 @@ impl ApiServer {
                 View::EventsV1 => current.value(),
             };
             match self.replace(target, &current, old, obj, sub, write_opts) {
-                Err(Retry::Conflict) if requested_rv.as_deref() != Some(live_rv.as_str()) => continue,
-                Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
+                // Written meanwhile: apply the patch again to the new object, as kube-apiserver's
+                // patcher does. The result keeps the version the patch names, if any (then stale
+                // above), else takes the new one: a patch without a version never gets 409.
+                Err(Retry::Conflict) => continue,
                 Err(Retry::Fail(e)) => return Err(e),
                 Ok(object) => return Ok(Patched { object, created: false, warnings }),
             }
