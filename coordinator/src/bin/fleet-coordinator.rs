@@ -77,10 +77,10 @@ struct Args {
     leader_elect_retry_period: Duration,
     /// Average requests per second to the API server (kube-controller-manager's default); 0 for
     /// no limit.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.qps)]
     kube_api_qps: f64,
     /// Requests allowed in a burst above the average.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.burst)]
     kube_api_burst: u32,
     /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
     #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.max_in_flight)]

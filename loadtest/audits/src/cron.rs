@@ -162,17 +162,19 @@ pub fn times_not_yet_run(
         .map(|(cj, schedule)| {
             scheduled_times(&schedule, from, to)
                 .into_iter()
-                .filter(|t| {
-                    let job = format!("{}-{}", cj.name, t / 60);
-                    !seen.names.contains_key(&(cj.namespace.clone(), job))
-                })
+                .filter(|t| !seen.names.contains_key(&(cj.namespace.clone(), job_name(&cj.name, *t))))
                 .count()
         })
         .sum()
 }
 
+/// The name upstream gives a CronJob's Job for a scheduled time (seconds since the epoch).
+fn job_name(cronjob: &str, scheduled: i64) -> String {
+    format!("{cronjob}-{}", scheduled / 60)
+}
+
 /// The scheduled time (seconds since the epoch, on the CronJob clock) a CronJob's Job ran for:
-/// the minutes its name ends in.
+/// the minutes its name ends in ([`job_name`] read back).
 fn scheduled_time_of(cronjob: &str, job: &str) -> Option<i64> {
     job.strip_prefix(cronjob)?.strip_prefix('-')?.parse::<i64>().ok().map(|minutes| minutes * 60)
 }

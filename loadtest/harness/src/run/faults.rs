@@ -263,7 +263,7 @@ pub fn hand_over_audit(
 pub const PODGC_PACE: batchfleet_audits::podgc::PodGcPace = batchfleet_audits::podgc::PodGcPace {
     period: batchfleet_coordinator::podgc::core::GC_CHECK_PERIOD,
     quarantine: batchfleet_coordinator::podgc::core::QUARANTINE_TIME,
-    client_qps: 20.0,
+    client_qps: batchfleet_coordinator::kube_client::ClientLimits::DEFAULT.qps,
     slack: Duration::from_secs(15),
 };
 

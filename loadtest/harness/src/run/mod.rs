@@ -568,19 +568,18 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let latency = report::latency_table(&latencies);
     let ttl_lag = report::Percentiles::of(&ttl_lags);
     let cron_skew = report::Percentiles::of(&cron::skews(&seen, &cronjobs, &clock));
-    let jobs_finished: Vec<Timestamp> =
-        seen.jobs.values().filter_map(|j| Some(j.finished.as_ref()?.seen)).collect();
-    let mut throughput = report::Throughput::of(&seen.pods_finished, &jobs_finished, work_started);
-    let finished_pods: Vec<(Timestamp, u64)> = seen
+    let finished_jobs: Vec<(Timestamp, u64)> = seen
         .jobs
         .values()
         .filter_map(|j| {
-            let status = j.status.as_ref()?;
-            let pods = status.succeeded.unwrap_or(0).max(0) + status.failed.unwrap_or(0).max(0);
+            let pods = j
+                .status
+                .as_ref()
+                .map_or(0, |s| s.succeeded.unwrap_or(0).max(0) + s.failed.unwrap_or(0).max(0));
             Some((j.finished.as_ref()?.seen, pods as u64))
         })
         .collect();
-    throughput.pod_lifecycles_per_second = report::lifecycle_rate(&finished_pods, work_started);
+    let throughput = report::Throughput::of(&seen.pods_finished, &finished_jobs, work_started);
     let processes = report::processes(&usage);
     let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);

@@ -95,9 +95,15 @@ fn offsets(times: &[jiff::Timestamp], start: jiff::Timestamp) -> Vec<f64> {
 }
 
 impl Throughput {
-    /// From the pods' completion and the Jobs' finish times, against the workload's start.
-    pub fn of(pods: &[jiff::Timestamp], jobs: &[jiff::Timestamp], start: jiff::Timestamp) -> Self {
-        let (pods, jobs) = (offsets(pods, start), offsets(jobs, start));
+    /// From the pods' completion times and the Jobs' finish times with the pods each counts
+    /// (succeeded and failed), against the workload's start.
+    pub fn of(
+        pods: &[jiff::Timestamp],
+        finished_jobs: &[(jiff::Timestamp, u64)],
+        start: jiff::Timestamp,
+    ) -> Self {
+        let job_times: Vec<jiff::Timestamp> = finished_jobs.iter().map(|(t, _)| *t).collect();
+        let (pods, jobs) = (offsets(pods, start), offsets(&job_times, start));
         let last = pods
             .last()
             .copied()
@@ -127,7 +133,7 @@ impl Throughput {
             jobs_finished: jobs.len(),
             jobs_per_second_to_90_percent: to_90_percent,
             per_second,
-            pod_lifecycles_per_second: 0.0,
+            pod_lifecycles_per_second: lifecycle_rate(finished_jobs, start),
         }
     }
 }
@@ -485,9 +491,10 @@ mod tests {
         let mut times: Vec<jiff::Timestamp> = (0..100).map(|i| at(1000 + i * 50)).collect();
         times.push(at(30_000));
         // Ten Jobs finishing one a second from 1 s: 90 % of them (9) by 9 s.
-        let jobs: Vec<jiff::Timestamp> = (1..=10).map(|i| at(i * 1000)).collect();
+        let jobs: Vec<(jiff::Timestamp, u64)> = (1..=10).map(|i| (at(i * 1000), 10)).collect();
         let t = Throughput::of(&times, &jobs, start);
         assert_eq!((t.pods_completed, t.jobs_finished), (101, 10));
+        assert_eq!(t.pod_lifecycles_per_second, 10.0, "100 pods of the Jobs by 10 s");
         assert_eq!(t.jobs_per_second_to_90_percent, 1.0);
         assert_eq!(t.per_second.len(), 31);
         assert_eq!((t.per_second[3][2], t.per_second[30][2]), (1.0, 0.0));
