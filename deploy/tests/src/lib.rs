@@ -172,11 +172,32 @@ pub fn settled_owners(admin: &str, count: usize) -> Option<std::collections::BTr
     })
 }
 
-/// One process of the fleet: its id, the child (killed when dropped) and its metrics address.
+/// One process of the fleet: its id, the child (killed when dropped), its metrics address and
+/// the file its stderr goes to.
 pub struct Process {
     pub id: String,
     pub child: tokio::process::Child,
     pub metrics: String,
+    pub log: PathBuf,
+}
+
+impl Process {
+    /// Panics, with the end of its log, if the process has exited: a fleet test waiting on a
+    /// dead process would only time out, with nothing said of why (a port taken between
+    /// `free_port` and its bind, by another test's process, is the usual cause).
+    pub fn assert_running(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("{} exited ({status}); the end of its log:\n{}", self.id, log_tail(&self.log, 40));
+        }
+    }
+}
+
+/// The last `lines` lines of a log file, for a failure's message.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| format!("({} unreadable: {e})", path.display()));
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// A fleet as processes on a sim: coordinators (the first leads) and workers, in namespace
@@ -210,16 +231,18 @@ impl Fleet {
         let kubeconfig = sim.kubeconfig().to_string_lossy().into_owned();
         let coordinator_bin = workspace_binary("batchfleet-coordinator", "fleet-coordinator");
         let worker_bin = workspace_binary("batchfleet-worker", "fleet-worker");
-        let spawn = |binary: &Path, id: &str, args: Vec<String>| {
-            let log = std::fs::File::create(sim.dir.path().join(format!("{id}.log"))).expect("log file");
-            tokio::process::Command::new(binary)
+        let spawn = |binary: &Path, id: &str, args: Vec<String>, metrics: String| {
+            let log = sim.dir.path().join(format!("{id}.log"));
+            let file = std::fs::File::create(&log).expect("log file");
+            let child = tokio::process::Command::new(binary)
                 .args(args)
-                .env("RUST_LOG", "warn")
+                .env("RUST_LOG", "info")
                 .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::from(log))
+                .stderr(std::process::Stdio::from(file))
                 .kill_on_drop(true)
                 .spawn()
-                .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()))
+                .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()));
+            Process { id: id.to_string(), child, metrics, log }
         };
         let shards = spec.shards.to_string();
         // The flags both binaries take: the API server, the store's namespace, S, identity, metrics.
@@ -261,16 +284,20 @@ impl Fleet {
             ];
             args.extend(timing.map(String::from));
             args.extend(spec.coordinator_args.iter().cloned());
-            let child = spawn(&coordinator_bin, id, args);
+            let mut process = spawn(&coordinator_bin, id, args, metrics.clone());
             if i == 0 {
                 // The first leads: it starts alone.
-                wait_until(&format!("{id} leads"), Duration::from_secs(60), || async {
-                    let (_, text) = http_get(&metrics, "/metrics").await?;
-                    text.contains("fleet_coordinator_leader 1").then_some(())
+                wait_until(&format!("{id} leads"), Duration::from_secs(60), || {
+                    process.assert_running();
+                    let metrics = metrics.clone();
+                    async move {
+                        let (_, text) = http_get(&metrics, "/metrics").await?;
+                        text.contains("fleet_coordinator_leader 1").then_some(())
+                    }
                 })
                 .await;
             }
-            coordinators.push(Process { id: id.to_string(), child, metrics });
+            coordinators.push(process);
         }
         let admin = admin.join(",");
         let mut workers = Vec::new();
@@ -282,19 +309,66 @@ impl Fleet {
                     .map(String::from),
             );
             args.extend(spec.worker_args.iter().cloned());
-            workers.push(Process { id: id.to_string(), child: spawn(&worker_bin, id, args), metrics });
+            workers.push(spawn(&worker_bin, id, args, metrics));
         }
-        let count = spec.shards as usize;
-        wait_until("every shard active", Duration::from_secs(90), || async { settled_owners(&admin, count) })
-            .await;
-        for w in &workers {
-            wait_until(&format!("{} ready", w.id), Duration::from_secs(60), || async {
-                let (code, _) = http_get(&w.metrics, "/readyz").await?;
-                (code == 200).then_some(())
+        let mut fleet = Self { coordinators, workers, admin, shards: spec.shards };
+        fleet
+            .wait_for("every shard active", Duration::from_secs(90), |f| {
+                std::future::ready(f.settled_owners())
             })
             .await;
+        for i in 0..fleet.workers.len() {
+            let (id, metrics) = (fleet.workers[i].id.clone(), fleet.workers[i].metrics.clone());
+            fleet
+                .wait_for(&format!("{id} ready"), Duration::from_secs(60), |_| {
+                    let metrics = metrics.clone();
+                    async move {
+                        let (code, _) = http_get(&metrics, "/readyz").await?;
+                        (code == 200).then_some(())
+                    }
+                })
+                .await;
         }
-        Self { coordinators, workers, admin, shards: spec.shards }
+        fleet
+    }
+
+    /// Waits until `check` answers, checking every 100 ms that every process still runs. On a
+    /// timeout, or a process that exited, the panic says what the fleet shows and each process's
+    /// last log lines, so that a failure in CI can be read without running it again.
+    pub async fn wait_for<T, F: Future<Output = Option<T>>>(
+        &mut self,
+        what: &str,
+        deadline: std::time::Duration,
+        mut check: impl FnMut(&Self) -> F,
+    ) -> T {
+        let end = tokio::time::Instant::now() + deadline;
+        loop {
+            for p in self.coordinators.iter_mut().chain(self.workers.iter_mut()) {
+                p.assert_running();
+            }
+            if let Some(v) = check(self).await {
+                return v;
+            }
+            if tokio::time::Instant::now() > end {
+                panic!("timed out after {deadline:?} waiting for {what}\n{}", self.diagnostics());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// What the fleet shows (`fleetctl status`, `workers`, `shards`) and each process's last log
+    /// lines.
+    pub fn diagnostics(&self) -> String {
+        let mut out = String::new();
+        for command in ["status", "workers", "shards"] {
+            let shown = fleetctl(&self.admin, &[command])
+                .map_or_else(|| "(fleetctl failed)".into(), |v| v.to_string());
+            out.push_str(&format!("--- fleetctl {command}: {shown}\n"));
+        }
+        for p in self.coordinators.iter().chain(&self.workers) {
+            out.push_str(&format!("--- {} ({}):\n{}\n", p.id, p.log.display(), log_tail(&p.log, 30)));
+        }
+        out
     }
 
     /// Every shard's owner once all are active.
@@ -355,34 +429,56 @@ impl Etcd {
 pub async fn start_etcd(data_dir: &Path, name: &str, peer: u16) -> Etcd {
     let binary = etcd_tools().join("etcd");
     assert!(binary.exists(), "etcd not found at {}: run scripts/setup", binary.display());
-    let endpoint = format!("http://127.0.0.1:{}", free_port());
     let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = tokio::process::Command::new(binary)
-        .args(["--name", name, "--data-dir"])
-        .arg(data_dir)
-        .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
-        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("{name}={peer_url}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("etcd starts");
-    let etcd = Etcd { _child: child, endpoint };
-    batchfleet_sim::testing::wait_until(
-        &format!("etcd {name} to serve"),
-        std::time::Duration::from_secs(30),
-        || async {
-            let healthy = std::process::Command::new(etcd_tools().join("etcdctl"))
-                .env("ETCDCTL_ENDPOINTS", &etcd.endpoint)
-                .args(["endpoint", "health"])
-                .output()
-                .ok()?
-                .status
-                .success();
-            healthy.then_some(())
-        },
-    )
-    .await;
-    etcd
+    let log = data_dir.with_extension("log");
+    // The client port comes from `free_port`, and another test may bind it first: then this etcd
+    // exits, or (worse) another test's etcd answers there. Each try checks that the member
+    // serving is this one, by name, and a lost port is tried again with another.
+    for attempt in 1..=3 {
+        let endpoint = format!("http://127.0.0.1:{}", free_port());
+        let file = std::fs::File::create(&log).expect("etcd's log file");
+        let mut child = tokio::process::Command::new(&binary)
+            .args(["--name", name, "--data-dir"])
+            .arg(data_dir)
+            .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+            .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("{name}={peer_url}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::from(file))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("etcd starts");
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                eprintln!(
+                    "etcd {name} on {endpoint} exited ({status}), try {attempt} of 3:\n{}",
+                    log_tail(&log, 10)
+                );
+                break;
+            }
+            let members = std::process::Command::new(etcd_tools().join("etcdctl"))
+                .env("ETCDCTL_ENDPOINTS", &endpoint)
+                .args(["member", "list", "--write-out", "simple"])
+                .output();
+            if let Ok(out) = members
+                && out.status.success()
+            {
+                let ours = String::from_utf8_lossy(&out.stdout).contains(&format!(", {name}, {peer_url},"));
+                assert!(
+                    ours,
+                    "another etcd answers on {endpoint}, not {name}: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+                return Etcd { _child: child, endpoint };
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "etcd {name} did not serve on {endpoint} within 30s; its log:\n{}",
+                log_tail(&log, 30)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    panic!("etcd {name} exited three times; its log:\n{}", log_tail(&log, 30));
 }

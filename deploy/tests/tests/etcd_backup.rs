@@ -10,7 +10,6 @@ use batchfleet_deploy_tests::{
     Etcd, Fleet, FleetSpec, Sim, etcd_tools, fleetctl, free_port, kubectl_ok, marked_blocks, root, start_etcd,
 };
 use batchfleet_sim::SimConfig;
-use batchfleet_sim::testing::wait_until;
 
 /// `etcdctl ARGS…` against `endpoint`; its stdout, `None` when it fails.
 fn etcdctl(endpoint: &str, args: &[&str]) -> Option<String> {
@@ -108,14 +107,16 @@ async fn the_etcd_backup_and_restore_how_to_works_as_written() {
     // The other: a fresh etcd, the map put back, and the fleet started again on it.
     let fresh = start_etcd(&work.path().join("etcd-b"), "etcd-b", free_port()).await;
     run_block(&put_map, work.path(), &[("ETCDCTL_ENDPOINTS", &fresh.endpoint)]);
-    let fleet = fleet_on(&sim, &fresh).await;
+    let mut fleet = fleet_on(&sim, &fresh).await;
     // The restarted workers hold nothing the restored map gives them: the leader places every
     // shard again, above its restored epoch, and it acts again.
-    wait_until("every shard active above its restored epoch", Duration::from_secs(60), || async {
-        let after = epochs(&fleet.admin);
-        let owners = fleet.settled_owners()?;
-        (owners.len() == before.len() && before.iter().all(|(shard, epoch)| after.get(shard) > Some(epoch)))
-            .then_some(())
-    })
-    .await;
+    fleet
+        .wait_for("every shard active above its restored epoch", Duration::from_secs(60), |fleet| {
+            let after = epochs(&fleet.admin);
+            let settled = fleet.settled_owners().is_some_and(|owners| owners.len() == before.len());
+            std::future::ready(
+                (settled && before.iter().all(|(shard, epoch)| after.get(shard) > Some(epoch))).then_some(()),
+            )
+        })
+        .await;
 }
