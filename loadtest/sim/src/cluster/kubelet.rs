@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::annotations::{RunFor, Script};
 use super::backoff::{self, BackoffConfig, RestartBackoff};
+use super::follow::{self, Follower};
 use super::nodes::Nodes;
 use super::pod_events::{self, EventRecorder, KubeletEvent, PodRef};
 use crate::apiserver::meta;
@@ -111,7 +112,7 @@ impl Kubelet {
 
     /// Runs forever, reacting to pod changes and timers.
     pub async fn run(mut self) {
-        let (pods, _, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
+        let (pods, mut seen, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
         for p in pods {
             self.on_pod(&p);
         }
@@ -120,8 +121,14 @@ impl Kubelet {
             let next = self.timers.peek().map(|Reverse(t)| t.at);
             tokio::select! {
                 received = rx.recv() => match received {
-                    Ok(change) => self.on_change(&change),
-                    Err(broadcast::error::RecvError::Lagged(_)) => self.resync(),
+                    Ok(change) => {
+                        seen = change.rv;
+                        self.on_change(&change);
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let (store, pods) = (self.api.store().clone(), self.pods.rid);
+                        rx = follow::catch_up(&mut self, &store, pods, &mut seen);
+                    }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = sleep_until(next) => self.fire_due(),
@@ -136,11 +143,10 @@ impl Kubelet {
         }
     }
 
-    fn resync(&mut self) {
-        let (pods, _) = self.api.store().list(self.pods.rid, None);
-        for p in pods {
-            self.on_pod(&p);
-        }
+    fn forget(&mut self, uid: &str) {
+        self.running.remove(uid);
+        self.backoff.forget_pod(uid);
+        self.events.forget_pod(uid);
     }
 
     fn on_change(&mut self, change: &Change) {
@@ -151,33 +157,39 @@ impl Kubelet {
             return;
         }
         if change.kind == ChangeKind::Deleted {
-            self.running.remove(&change.object.uid);
-            self.backoff.forget_pod(&change.object.uid);
-            self.events.forget_pod(&change.object.uid);
+            self.forget(&change.object.uid);
             return;
         }
         self.on_pod(&change.object);
     }
 
     fn on_pod(&mut self, stored: &StoredObject) {
-        let pod = stored.value();
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
-        let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
-        let deleting = meta::is_deleting(&pod);
-        let terminal = phase == "Succeeded" || phase == "Failed";
+        // Every pod write reaches the kubelet, most of them none of its business (a controller's
+        // patch, its own status writes). The selectable fields and a probe for deletion decide
+        // without building the pod; it is parsed only to act on it. Parsing each one made the
+        // kubelet fall behind a busy store, and a resync of every pod kept it behind.
+        let node = stored.field("spec.nodeName").unwrap_or("");
+        // An unset phase reads as "" there, and the kubelet takes it as Pending.
+        let phase = match stored.field("status.phase").unwrap_or("") {
+            "" => "Pending",
+            phase => phase,
+        };
         // Unbound pods are the scheduler's (`cluster::scheduler`).
-        let result = if node.is_empty() || !self.nodes.is_ready(&node) {
-            Ok(())
-        } else if deleting {
-            if self.nodes.confirms_deletions() {
-                self.confirm_deletion(stored, terminal)
-            } else {
-                self.unconfirmed.insert((stored.namespace.clone(), stored.name.clone()));
-                Ok(())
-            }
-        } else if phase == "Pending" && !self.running.contains_key(&stored.uid) {
-            self.start(stored, &pod, &node)
+        if node.is_empty() || !self.nodes.is_ready(node) {
+            return;
+        }
+        let deleting = stored_is_deleting(stored);
+        let starts = phase == "Pending" && !self.running.contains_key(&stored.uid);
+        if !deleting && !starts {
+            return;
+        }
+        let result = if !deleting {
+            let node = node.to_string();
+            self.start(stored, &stored.value(), &node)
+        } else if self.nodes.confirms_deletions() {
+            self.confirm_deletion(stored, phase == "Succeeded" || phase == "Failed")
         } else {
+            self.unconfirmed.insert((stored.namespace.clone(), stored.name.clone()));
             Ok(())
         };
         if let Err(e) = result
@@ -677,6 +689,63 @@ fn terminate(p: &mut Value, code: i64, phase: &str, now: &str) {
             c["state"] = terminated_state(code, &from, now);
             c["ready"] = json!(false);
             c["started"] = json!(false);
+        }
+    }
+}
+
+impl Follower for Kubelet {
+    fn on_change(&mut self, change: &Change) {
+        Kubelet::on_change(self, change);
+    }
+
+    fn relist(&mut self, pods: Vec<Arc<StoredObject>>) {
+        let live: HashSet<&str> = pods.iter().map(|p| &*p.uid).collect();
+        let gone: Vec<Box<str>> =
+            self.running.keys().filter(|uid| !live.contains(&***uid)).cloned().collect();
+        for uid in gone {
+            self.forget(&uid);
+        }
+        for p in &pods {
+            self.on_pod(p);
+        }
+    }
+}
+
+/// Whether a stored object is being deleted, most often without reading it: the store's JSON
+/// comes from serde_json, which writes keys as they are (no escapes in plain ASCII), so JSON
+/// without the bytes `"deletionTimestamp"` has no such member anywhere. Otherwise the probe reads
+/// it, and an object it cannot read is parsed.
+fn stored_is_deleting(stored: &StoredObject) -> bool {
+    if memchr::memmem::find(&stored.bytes, b"\"deletionTimestamp\"").is_none() {
+        return false;
+    }
+    meta::json_is_deleting(&stored.bytes).unwrap_or_else(|| meta::is_deleting(&stored.value()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::{Prepared, RV_PLACEHOLDER, materialize};
+
+    #[test]
+    fn the_deletion_check_of_a_stored_pod_agrees_with_the_parsed_pod() {
+        let cases = [
+            json!({"metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            json!({"metadata": {"name": "a", "deletionTimestamp": null}}),
+            // The words elsewhere, but no such member of the metadata.
+            json!({"metadata": {"name": "a", "annotations": {"deletionTimestamp": "x", "note": "\"deletionTimestamp\""}}}),
+            json!({"metadata": {"name": "a"}, "spec": {"deletionTimestamp": "x"}}),
+            json!({"metadata": {"name": "a", "labels": {"a": "b"}, "deletionTimestamp": "t"}, "status": {"phase": "Running"}}),
+        ];
+        for mut case in cases {
+            case["metadata"]["resourceVersion"] = json!(RV_PLACEHOLDER);
+            let bytes = serde_json::to_vec(&case).unwrap();
+            let prepared = Prepared::new("ns", "a", "uid-a", None, vec![], vec![], bytes).unwrap();
+            let stored = materialize(0, prepared, 7);
+            assert_eq!(stored_is_deleting(&stored), meta::is_deleting(&stored.value()), "{case}");
         }
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::event_recorder::{self, Note, Recorded, Regarding};
+use super::follow::{self, Follower};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
 use crate::store::{Change, ChangeKind, ResourceId, StoredObject};
@@ -73,7 +74,7 @@ impl Scheduler {
 
     /// Runs forever, reacting to pod and node changes.
     pub async fn run(mut self) {
-        let (pods, _, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
+        let (pods, mut seen, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
         self.resync_nodes();
         for p in pods {
             self.on_pod(&p);
@@ -83,8 +84,14 @@ impl Scheduler {
             let next = self.queue.peek().map(|Reverse((at, _, _))| *at);
             tokio::select! {
                 received = rx.recv() => match received {
-                    Ok(change) => self.on_change(&change),
-                    Err(broadcast::error::RecvError::Lagged(_)) => self.resync(),
+                    Ok(change) => {
+                        seen = change.rv;
+                        self.on_change(&change);
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let (store, pods) = (self.api.store().clone(), self.pods.rid);
+                        rx = follow::catch_up(&mut self, &store, pods, &mut seen);
+                    }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = sleep_until(next) => self.run_due(),
@@ -98,16 +105,18 @@ impl Scheduler {
         self.nodes = nodes.iter().map(|n| (n.name.to_string(), NodeInfo::of(&n.value()))).collect();
     }
 
-    fn resync(&mut self) {
+    fn resync(&mut self, pods: Vec<Arc<StoredObject>>) {
         self.resync_nodes();
-        self.assigned.clear();
+        // A pod's requests cannot change once it exists (the sim serves no in-place resize), so
+        // the pods counted before keep theirs: a resync after falling behind parses only pods it
+        // has not seen bound, where parsing every bound pod again made it fall behind again.
+        let known = std::mem::take(&mut self.assigned);
         self.usage.clear();
-        let (pods, _) = self.api.store().list(self.pods.rid, None);
         let live: std::collections::HashSet<PodKey> =
             pods.iter().map(|p| (p.namespace.clone(), p.name.clone())).collect();
         self.waiting.retain(|k, _| live.contains(k));
         for p in pods {
-            self.on_pod(&p);
+            self.on_pod_known(&p, &known);
         }
         self.requeue_unschedulable();
     }
@@ -141,6 +150,12 @@ impl Scheduler {
     }
 
     fn on_pod(&mut self, stored: &StoredObject) {
+        self.on_pod_known(stored, &HashMap::new());
+    }
+
+    /// [`Self::on_pod`], taking a bound pod's requests from `known` (by uid, on the same node)
+    /// rather than parsing the pod.
+    fn on_pod_known(&mut self, stored: &StoredObject, known: &HashMap<Box<str>, (String, Resources)>) {
         let key = (stored.namespace.clone(), stored.name.clone());
         // The selectable fields answer the common cases without parsing the pod.
         let node = stored.field("spec.nodeName").unwrap_or("");
@@ -152,7 +167,10 @@ impl Scheduler {
                     self.requeue_unschedulable();
                 }
             } else if !self.assigned.contains_key(&stored.uid) {
-                let requests = predicates::pod_requests(&stored.value());
+                let requests = match known.get(&stored.uid) {
+                    Some((on, requests)) if on == node => requests.clone(),
+                    _ => predicates::pod_requests(&stored.value()),
+                };
                 self.usage.entry(node.to_string()).or_default().add(&requests);
                 self.assigned.insert(stored.uid.clone(), (node.to_string(), requests));
             }
@@ -416,6 +434,16 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+impl Follower for Scheduler {
+    fn on_change(&mut self, change: &Change) {
+        Scheduler::on_change(self, change);
+    }
+
+    fn relist(&mut self, pods: Vec<Arc<StoredObject>>) {
+        self.resync(pods);
     }
 }
 
