@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use tokio::sync::broadcast::error::RecvError;
+
 use crate::store::{Change, ChangeReceiver, ResourceId, Store, StoredObject};
 
 /// A controller fed by the store's changes.
@@ -13,11 +15,50 @@ pub trait Follower {
     fn relist(&mut self, objects: Vec<Arc<StoredObject>>);
 }
 
+/// A follow of the store's changes from a snapshot of one resource: `recv` in a loop's
+/// `select!`, then `handle` what it answered.
+pub struct Following {
+    store: Arc<Store>,
+    resource: ResourceId,
+    /// The last change handed on.
+    seen: u64,
+    rx: ChangeReceiver,
+}
+
+impl Following {
+    /// The objects of `resource` now, and the follow of every change after them.
+    pub fn start(store: Arc<Store>, resource: ResourceId) -> (Vec<Arc<StoredObject>>, Self) {
+        let (objects, seen, rx) = store.snapshot_and_watch(resource, None);
+        (objects, Self { store, resource, seen, rx })
+    }
+
+    pub async fn recv(&mut self) -> Result<Arc<Change>, RecvError> {
+        self.rx.recv().await
+    }
+
+    /// Hands what [`Self::recv`] answered to `follower`, catching up after a lag; false once
+    /// the store is gone.
+    pub fn handle(&mut self, follower: &mut impl Follower, received: Result<Arc<Change>, RecvError>) -> bool {
+        match received {
+            Ok(change) => {
+                self.seen = change.rv;
+                follower.on_change(&change);
+                true
+            }
+            Err(RecvError::Lagged(_)) => {
+                self.rx = catch_up(follower, &self.store, self.resource, &mut self.seen);
+                true
+            }
+            Err(RecvError::Closed) => false,
+        }
+    }
+}
+
 /// After `follower` fell behind the live stream: the changes since `seen` from the store's
 /// history, as a watch resumes from its last resourceVersion, or a relist of `resource` when
 /// they are no longer there; the receiver to go on with. Relisting at every lag (parsing every
 /// pod) cost more than the changes missed and, under load, left the follower behind again.
-pub fn catch_up(
+fn catch_up(
     follower: &mut impl Follower,
     store: &Store,
     resource: ResourceId,
@@ -72,29 +113,22 @@ mod tests {
         store.create(resource, prepared).unwrap().rv
     }
 
-    /// Drains `rx` into `follower` as the controllers' loops do, catching up on a lag.
-    fn follow(
-        follower: &mut Seen,
-        store: &Store,
-        resource: ResourceId,
-        seen: &mut u64,
-        mut rx: ChangeReceiver,
-    ) {
+    /// Drains what is queued into `follower` through [`Following::handle`], as the loops do.
+    fn follow(follower: &mut Seen, following: &mut Following) {
         loop {
-            match rx.try_recv() {
-                Ok(change) => {
-                    *seen = change.rv;
-                    follower.on_change(&change);
-                }
-                Err(TryRecvError::Lagged(_)) => rx = catch_up(follower, store, resource, seen),
+            let received = match following.rx.try_recv() {
+                Ok(change) => Ok(change),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
-            }
+            };
+            assert!(following.handle(follower, received));
         }
     }
 
-    fn small_store() -> (Store, ResourceId) {
+    fn small_store() -> (Arc<Store>, ResourceId) {
         // A live stream of 4: the fifth change unread makes a follower lag.
-        let store = Store::starting_at(100, HistoryConfig { live_buffer: 4, ..HistoryConfig::default() });
+        let store =
+            Arc::new(Store::starting_at(100, HistoryConfig { live_buffer: 4, ..HistoryConfig::default() }));
         let resource = store.resource_id(&ResourceKey { group: String::new(), plural: "configmaps".into() });
         (store, resource)
     }
@@ -102,31 +136,31 @@ mod tests {
     #[test]
     fn a_follower_that_fell_behind_gets_every_change_missed_once_and_in_order_without_a_relist() {
         let (store, resource) = small_store();
-        let (_, mut seen, rx) = store.snapshot_and_watch(resource, None);
+        let (_, mut following) = Following::start(store.clone(), resource);
         let written: Vec<u64> = (0..20).map(|i| create(&store, resource, &format!("o{i}"))).collect();
         let mut follower = Seen::default();
-        follow(&mut follower, &store, resource, &mut seen, rx);
+        follow(&mut follower, &mut following);
         assert_eq!(follower.changes, written);
         assert_eq!(follower.relisted, None);
-        assert_eq!(seen, *written.last().unwrap());
+        assert_eq!(following.seen, *written.last().unwrap());
     }
 
     #[test]
     fn a_follower_whose_missed_changes_left_the_history_relists() {
         let (store, resource) = small_store();
-        let (_, mut seen, rx) = store.snapshot_and_watch(resource, None);
+        let (_, mut following) = Following::start(store.clone(), resource);
         for i in 0..10 {
             create(&store, resource, &format!("o{i}"));
         }
         let compacted = store.compact();
         let mut follower = Seen::default();
-        follow(&mut follower, &store, resource, &mut seen, rx);
+        follow(&mut follower, &mut following);
         let names: Vec<Box<str>> = (0..10).map(|i| format!("o{i}").into()).collect();
         let mut relisted = follower.relisted.expect("a relist");
         relisted.sort();
         let mut want = names;
         want.sort();
         assert_eq!(relisted, want);
-        assert_eq!(seen, compacted);
+        assert_eq!(following.seen, compacted);
     }
 }

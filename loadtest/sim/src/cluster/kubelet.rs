@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::annotations::{RunFor, Script};
 use super::backoff::{self, BackoffConfig, RestartBackoff};
-use super::follow::{self, Follower};
+use super::follow::{Follower, Following};
 use super::nodes::Nodes;
 use super::pod_events::{self, EventRecorder, KubeletEvent, PodRef};
 use crate::apiserver::meta;
@@ -112,7 +111,7 @@ impl Kubelet {
 
     /// Runs forever, reacting to pod changes and timers.
     pub async fn run(mut self) {
-        let (pods, mut seen, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
+        let (pods, mut following) = Following::start(self.api.store().clone(), self.pods.rid);
         for p in pods {
             self.on_pod(&p);
         }
@@ -120,16 +119,8 @@ impl Kubelet {
         loop {
             let next = self.timers.peek().map(|Reverse(t)| t.at);
             tokio::select! {
-                received = rx.recv() => match received {
-                    Ok(change) => {
-                        seen = change.rv;
-                        self.on_change(&change);
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let (store, pods) = (self.api.store().clone(), self.pods.rid);
-                        rx = follow::catch_up(&mut self, &store, pods, &mut seen);
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                received = following.recv() => if !following.handle(&mut self, received) {
+                    return;
                 },
                 _ = sleep_until(next) => self.fire_due(),
                 _ = recheck.tick(), if !self.unconfirmed.is_empty() && self.nodes.confirms_deletions() => {

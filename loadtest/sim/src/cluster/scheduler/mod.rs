@@ -11,11 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::event_recorder::{self, Note, Recorded, Regarding};
-use super::follow::{self, Follower};
+use super::follow::{Follower, Following};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
 use crate::store::{Change, ChangeKind, ResourceId, StoredObject};
@@ -74,7 +73,7 @@ impl Scheduler {
 
     /// Runs forever, reacting to pod and node changes.
     pub async fn run(mut self) {
-        let (pods, mut seen, mut rx) = self.api.store().snapshot_and_watch(self.pods.rid, None);
+        let (pods, mut following) = Following::start(self.api.store().clone(), self.pods.rid);
         self.resync_nodes();
         for p in pods {
             self.on_pod(&p);
@@ -83,16 +82,8 @@ impl Scheduler {
         loop {
             let next = self.queue.peek().map(|Reverse((at, _, _))| *at);
             tokio::select! {
-                received = rx.recv() => match received {
-                    Ok(change) => {
-                        seen = change.rv;
-                        self.on_change(&change);
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let (store, pods) = (self.api.store().clone(), self.pods.rid);
-                        rx = follow::catch_up(&mut self, &store, pods, &mut seen);
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                received = following.recv() => if !following.handle(&mut self, received) {
+                    return;
                 },
                 _ = sleep_until(next) => self.run_due(),
                 _ = flush.tick() => self.requeue_unschedulable(),
