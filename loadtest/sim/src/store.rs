@@ -45,7 +45,7 @@ pub struct StoredObject {
 impl StoredObject {
     /// The object parsed; stored bytes are always valid JSON.
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+        crate::json::parse(&self.bytes).unwrap_or(Value::Null)
     }
 
     /// A selectable field's value.

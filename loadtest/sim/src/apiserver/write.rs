@@ -120,6 +120,12 @@ fn spec_part(obj: &Value) -> Vec<(&String, &Value)> {
         .unwrap_or_default()
 }
 
+/// `spec_part(a) == spec_part(b)`: the same members in the same order, equal.
+fn same_spec_part(a: &Value, b: &Value) -> bool {
+    let (a, b) = (spec_part(a), spec_part(b));
+    a.len() == b.len() && a.iter().zip(&b).all(|((ka, va), (kb, vb))| ka == kb && crate::json::equal(va, vb))
+}
+
 impl ApiServer {
     /// Turns a value into a commit-ready object: resourceVersion placeholder, selector fields.
     fn prepare(&self, target: &Target, mut obj: Value) -> Result<Prepared, ApiError> {
@@ -583,7 +589,7 @@ impl ApiServer {
                 return Err(Retry::Fail(ApiError::invalid(&rt, &name, &[err])));
             }
         }
-        if tracks_generation(&rt) && sub == Subresource::Main && spec_part(&old) != spec_part(&obj) {
+        if tracks_generation(&rt) && sub == Subresource::Main && !same_spec_part(&old, &obj) {
             let generation =
                 meta::meta(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut obj).insert("generation".into(), json!(generation + 1));
@@ -614,7 +620,7 @@ impl ApiServer {
         }
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
-        if obj == old {
+        if crate::json::equal(&obj, &old) {
             return Ok(current.clone());
         }
         // Deletion completes once the last finalizer is gone and no grace period is pending.

@@ -102,7 +102,7 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
             continue;
         }
         let (ov, nv) = (present(o, k), present(n, k));
-        if ov == nv {
+        if crate::json::opt_equal(ov, nv) {
             continue;
         }
         let (sub, ..) = schema.lookup(k);
@@ -112,7 +112,7 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
             ("metadata", Some(Value::Object(om)), Some(Value::Object(nm))) => {
                 for mk in union_keys(om, nm) {
                     let (omv, nmv) = (present(om, mk), present(nm, mk));
-                    if omv == nmv || STRIPPED_METADATA.contains(&mk) {
+                    if STRIPPED_METADATA.contains(&mk) || crate::json::opt_equal(omv, nmv) {
                         continue;
                     }
                     path.push(format!("f:{mk}"));
@@ -153,7 +153,7 @@ fn diff_at(
     path: &mut FieldPath,
     c: &mut Comparison,
 ) {
-    if old == new {
+    if crate::json::opt_equal(old, new) {
         return;
     }
     if let (Some(ov @ Value::Object(o)), Some(nv @ Value::Object(n))) = (old, new)
@@ -162,7 +162,7 @@ fn diff_at(
     {
         for k in union_keys(o, n) {
             let (ov, nv) = (present(o, k), present(n, k));
-            if ov == nv {
+            if crate::json::opt_equal(ov, nv) {
                 continue;
             }
             path.push(format!("f:{k}"));
@@ -630,12 +630,15 @@ pub(crate) struct Identity<'a> {
 /// What [`track_update`] makes of the live entries `live` for the change `c`, each set edited
 /// as FieldsV1 rather than decoded and encoded again. `None` (do it the decoding way) unless
 /// every set is present and canonical and at most one entry is the writer's own.
-pub(crate) fn edit_in_place(live: &[Value], c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
+pub(crate) fn edit_in_place(live: Vec<Value>, c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
     let mut entries = Vec::with_capacity(live.len() + 1);
     let mut mine_at = None;
-    for (i, e) in live.iter().enumerate() {
-        let fields = e.get("fieldsV1").filter(|f| fields_v1::canonical(f))?.clone();
-        let entry = Entry::read(e, fields);
+    for (i, mut e) in live.into_iter().enumerate() {
+        let fields = match e.get_mut("fieldsV1") {
+            Some(f) if fields_v1::canonical(f) => std::mem::take(f),
+            _ => return None,
+        };
+        let entry = Entry::read(&e, fields);
         if entry.same_identity(who.manager, "Update", who.api_version, who.subresource)
             && mine_at.replace(i).is_some()
         {
@@ -699,9 +702,9 @@ pub fn track_update(
         return;
     };
     // A write that sends other managedFields than the live ones replaces them.
-    let sent = new.pointer("/metadata/managedFields");
-    let live = old.pointer("/metadata/managedFields");
-    if sent.is_some() && sent != live {
+    let sent = new.get("metadata").and_then(|m| m.get("managedFields"));
+    let live = old.get("metadata").and_then(|m| m.get("managedFields"));
+    if sent.is_some() && !crate::json::opt_equal(sent, live) {
         return;
     }
     let live = live.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
@@ -713,7 +716,13 @@ pub fn track_update(
     }
     let c = diff(old, new, schema, part);
     let who = Identity { manager, api_version, subresource, now };
-    match edit_in_place(live, &c, &who) {
+    // The entries to edit: the written object's own copy when it sent one (equal to the live
+    // ones, as checked above), moved out instead of copied; both ways below replace it.
+    let entries = match new.get_mut("metadata").and_then(|m| m.get_mut("managedFields")) {
+        Some(Value::Array(sent)) => std::mem::take(sent),
+        _ => live.to_vec(),
+    };
+    match edit_in_place(entries, &c, &who) {
         Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
         None => update_decoded(old, new, &c, &who),
     }
