@@ -6,7 +6,7 @@
 //! however many watchers receive it.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -83,7 +83,10 @@ impl Prepared {
         owner_uids: Vec<Box<str>>,
         json: Vec<u8>,
     ) -> Result<Self, StoreError> {
-        let at = memchr::memmem::find(&json, RV_PLACEHOLDER_JSON).ok_or(StoreError::NoPlaceholder)?;
+        // One searcher for every write: `memmem::find` sets one up on each call.
+        static PLACEHOLDER: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(RV_PLACEHOLDER_JSON));
+        let at = PLACEHOLDER.find(&json).ok_or(StoreError::NoPlaceholder)?;
         let value_start = at + br#""resourceVersion":""#.len();
         let value_end = at + RV_PLACEHOLDER_JSON.len() - 1;
         let json = Bytes::from(json);
@@ -381,8 +384,12 @@ impl Store {
         let rv = inner.rv + 1;
         let stored = Arc::new(materialize(resource, object, rv));
         inner.rv = rv;
-        index_remove(&mut inner, &current);
-        index_add(&mut inner, &stored);
+        // The indexes map the uid and the owners' uids to the object's place, which an update
+        // keeps: only a changed uid or owner list moves entries (most updates change neither).
+        if stored.uid != current.uid || stored.owner_uids != current.owner_uids {
+            index_remove(&mut inner, &current);
+            index_add(&mut inner, &stored);
+        }
         inner.objects[resource as usize].insert(key, stored.clone());
         self.publish(&mut inner, ChangeKind::Modified, stored.clone(), Some(current));
         Ok(stored)
@@ -618,6 +625,30 @@ mod tests {
         let changed = s.update(id, prepared("ns", "a", json!(2)), Expect::Version(a.rv)).unwrap();
         assert_eq!(changed.rv, a.rv + 1);
         assert_eq!(rx.try_recv().unwrap().kind, ChangeKind::Modified);
+    }
+
+    /// An update keeps the object's uid entry, and moves its owner entries only when the owners
+    /// change.
+    #[test]
+    fn updates_keep_the_uid_and_owner_indexes() {
+        let (s, id) = store();
+        let owned = |data: Value, owners: &[&str]| {
+            let mut p = prepared("ns", "a", data);
+            p.owner_uids = owners.iter().map(|o| Box::from(*o)).collect();
+            p
+        };
+        s.create(id, owned(json!(1), &["o1"])).unwrap();
+        s.update(id, owned(json!(2), &["o1"]), Expect::Any).unwrap();
+        assert_eq!(s.get_by_uid("uid-a").map(|o| o.rv), s.get(id, "ns", "a").map(|o| o.rv));
+        assert_eq!(s.dependents("o1").len(), 1);
+        s.update(id, owned(json!(3), &["o2", "o3"]), Expect::Any).unwrap();
+        assert!(s.dependents("o1").is_empty());
+        assert_eq!((s.dependents("o2").len(), s.dependents("o3").len()), (1, 1));
+        assert_eq!(s.get_by_uid("uid-a").map(|o| o.value()["data"].clone()), Some(json!(3)));
+        s.update(id, owned(json!(4), &[]), Expect::Any).unwrap();
+        assert!(s.dependents("o2").is_empty() && s.dependents("o3").is_empty());
+        s.remove(id, "ns", "a", Expect::Any).unwrap();
+        assert!(s.get_by_uid("uid-a").is_none());
     }
 
     #[test]
