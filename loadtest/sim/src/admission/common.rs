@@ -408,7 +408,6 @@ mod tests {
         assert_eq!(selector_matches(Some(&bad), l), None);
     }
 
-    #[test]
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
 
