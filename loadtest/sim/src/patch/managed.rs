@@ -97,11 +97,10 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
         return compare(&leaves(old, schema, part), &leaves(new, schema, part));
     };
     let mut path = Vec::new();
-    for k in union_keys(o, n) {
+    for (k, ov, nv) in members_of_both(o, n) {
         if !root_member_counts(k, part) {
             continue;
         }
-        let (ov, nv) = (present(o, k), present(n, k));
         if crate::json::opt_equal(ov, nv) {
             continue;
         }
@@ -110,8 +109,7 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
         match (k, ov, nv) {
             // metadata's own members are walked whatever they hold (some are never recorded).
             ("metadata", Some(Value::Object(om)), Some(Value::Object(nm))) => {
-                for mk in union_keys(om, nm) {
-                    let (omv, nmv) = (present(om, mk), present(nm, mk));
+                for (mk, omv, nmv) in members_of_both(om, nm) {
                     if STRIPPED_METADATA.contains(&mk) || crate::json::opt_equal(omv, nmv) {
                         continue;
                     }
@@ -132,6 +130,20 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
 /// A member's value unless it is absent or null (which record nothing).
 fn present<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
     m.get(k).filter(|v| !v.is_null())
+}
+
+/// Every key of `a`, then those of `b` that `a` lacks, each with its [`present`] value in `a`
+/// and in `b`. Objects with the same keys in the same order (an object and its edited copy, the
+/// common case) are paired by position, without looking any key up.
+fn members_of_both<'a>(
+    a: &'a Map<String, Value>,
+    b: &'a Map<String, Value>,
+) -> Vec<(&'a str, Option<&'a Value>, Option<&'a Value>)> {
+    let not_null = |v: &'a Value| (!v.is_null()).then_some(v);
+    if a.len() == b.len() && a.keys().zip(b.keys()).all(|(x, y)| x == y) {
+        return a.iter().zip(b.values()).map(|((k, x), y)| (k.as_str(), not_null(x), not_null(y))).collect();
+    }
+    union_keys(a, b).map(|k| (k, present(a, k), present(b, k))).collect()
 }
 
 /// The keys of `a`, then those of `b` that `a` lacks.
@@ -160,8 +172,7 @@ fn diff_at(
         && descends(ov, field)
         && descends(nv, field)
     {
-        for k in union_keys(o, n) {
-            let (ov, nv) = (present(o, k), present(n, k));
+        for (k, ov, nv) in members_of_both(o, n) {
             if crate::json::opt_equal(ov, nv) {
                 continue;
             }
@@ -575,7 +586,7 @@ fn render_entry(
     subresource: &str,
     fields_v1: Value,
 ) -> Value {
-    let mut m = Map::new();
+    let mut m = Map::with_capacity(7);
     // A write with neither fieldManager nor User-Agent is tracked under no name: Go's
     // `omitempty` drops the empty manager.
     if !manager.is_empty() {
