@@ -288,7 +288,7 @@ pub(crate) mod tests {
                 Value::Object(m) => m.values_mut().any(|c| go(c, seed)),
                 Value::Array(items) => items.iter_mut().any(|c| go(c, seed)),
                 leaf => {
-                    *leaf = if seed % 2 == 0 { json!(seed) } else { json!("x") };
+                    *leaf = if seed.is_multiple_of(2) { json!(seed) } else { json!("x") };
                     true
                 }
             }
