@@ -33,8 +33,9 @@ pub struct StoredObject {
     pub name: Box<str>,
     pub uid: Box<str>,
     pub labels: Option<Map<String, Value>>,
-    /// Selectable fields (besides metadata.name/namespace) and their values.
-    pub fields: Box<[(Box<str>, Box<str>)]>,
+    /// Selectable fields (besides metadata.name/namespace) and their values; the names are
+    /// the kind's static list (`ResourceType::field_selectors`), not a copy per object.
+    pub fields: Box<[(&'static str, Box<str>)]>,
     pub owner_uids: Box<[Box<str>]>,
     pub namespace_hash: u64,
     pub uid_hash: u64,
@@ -53,7 +54,7 @@ impl StoredObject {
         match name {
             "metadata.name" => Some(&self.name),
             "metadata.namespace" => Some(&self.namespace),
-            _ => self.fields.iter().find(|(k, _)| &**k == name).map(|(_, v)| &**v),
+            _ => self.fields.iter().find(|(k, _)| *k == name).map(|(_, v)| &**v),
         }
     }
 }
@@ -66,7 +67,7 @@ pub struct Prepared {
     pub name: Box<str>,
     pub uid: Box<str>,
     pub labels: Option<Map<String, Value>>,
-    pub fields: Box<[(Box<str>, Box<str>)]>,
+    pub fields: Box<[(&'static str, Box<str>)]>,
     pub owner_uids: Box<[Box<str>]>,
     prefix: Bytes,
     suffix: Bytes,
@@ -79,7 +80,7 @@ impl Prepared {
         name: &str,
         uid: &str,
         labels: Option<Map<String, Value>>,
-        fields: Vec<(Box<str>, Box<str>)>,
+        fields: Vec<(&'static str, Box<str>)>,
         owner_uids: Vec<Box<str>>,
         json: Vec<u8>,
     ) -> Result<Self, StoreError> {

@@ -138,9 +138,9 @@ impl ApiServer {
         let fields = storage_rt
             .field_selectors
             .iter()
-            .filter_map(|f| {
-                crate::selector::field_value(&storage_rt.group, &storage_rt.plural, &obj, f)
-                    .map(|v| (Box::from(f.as_str()), Box::from(v)))
+            .filter_map(|&f| {
+                crate::selector::field_value_ref(&storage_rt.group, &storage_rt.plural, &obj, f)
+                    .map(|v| (f, Box::from(&*v)))
             })
             .collect();
         let namespace = meta::str_field(&obj, "namespace").unwrap_or("").to_string();
@@ -871,7 +871,7 @@ impl ApiServer {
                     categories: strings(names.get("categories")),
                     has_status: v.pointer("/subresources/status").is_some(),
                     builtin: false,
-                    field_selectors: Vec::new(),
+                    field_selectors: &[],
                 })
             })
             .collect();
