@@ -10,7 +10,7 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
@@ -23,6 +23,8 @@ pub type ResourceId = u32;
 /// the store splices the real version in when it commits, outside of any parse.
 pub const RV_PLACEHOLDER: &str = "\u{0}rv\u{0}";
 const RV_PLACEHOLDER_JSON: &[u8] = br#""resourceVersion":"\u0000rv\u0000""#;
+/// A u64 in decimal.
+const MAX_RV_DIGITS: usize = 20;
 
 /// One stored version of an object.
 #[derive(Debug)]
@@ -69,7 +71,10 @@ pub struct Prepared {
     pub labels: Option<Map<String, Value>>,
     pub fields: Box<[(&'static str, Box<str>)]>,
     pub owner_uids: Box<[Box<str>]>,
-    prefix: Bytes,
+    /// The JSON up to the resourceVersion's digits, in a buffer with room for the digits and
+    /// `suffix`: the stored bytes are this buffer once committed, allocated before the store's
+    /// lock is taken (allocating them under it was a good part of the time it was held).
+    prefix: Vec<u8>,
     suffix: Bytes,
 }
 
@@ -90,6 +95,8 @@ impl Prepared {
         let at = PLACEHOLDER.find(&json).ok_or(StoreError::NoPlaceholder)?;
         let value_start = at + br#""resourceVersion":""#.len();
         let value_end = at + RV_PLACEHOLDER_JSON.len() - 1;
+        let mut prefix = Vec::with_capacity(value_start + MAX_RV_DIGITS + (json.len() - value_end));
+        prefix.extend_from_slice(&json[..value_start]);
         let json = Bytes::from(json);
         Ok(Self {
             namespace: namespace.into(),
@@ -98,17 +105,21 @@ impl Prepared {
             labels,
             fields: fields.into_boxed_slice(),
             owner_uids: owner_uids.into_boxed_slice(),
-            prefix: json.slice(..value_start),
+            prefix,
             suffix: json.slice(value_end..),
         })
     }
 
-    fn render(&self, rv: u64) -> Bytes {
-        let digits = rv.to_string();
-        let mut out = Vec::with_capacity(self.prefix.len() + digits.len() + self.suffix.len());
-        out.extend_from_slice(&self.prefix);
-        out.extend_from_slice(digits.as_bytes());
-        out.extend_from_slice(&self.suffix);
+    /// The JSON at version `rv`, in the buffer `prefix` was made with room for.
+    fn render(prefix: Vec<u8>, suffix: &[u8], rv: u64) -> Bytes {
+        use std::io::Write;
+        let mut out = prefix;
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{rv}");
+        out.extend_from_slice(suffix);
+        // Bytes keeps a buffer with spare room behind a second allocation; the allocator shrinks
+        // this one by the few unused digits in place.
+        out.shrink_to_fit();
         Bytes::from(out)
     }
 
@@ -237,6 +248,9 @@ struct Inner {
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
     inner: Mutex<Inner>,
+    /// The ids already assigned (a copy of `Inner::resource_ids`), read without the store's
+    /// lock: every request resolves its resource's id, and took that lock for it.
+    assigned_ids: RwLock<HashMap<ResourceKey, ResourceId>>,
     changes: broadcast::Sender<Arc<Change>>,
 }
 
@@ -264,19 +278,28 @@ impl Store {
                 oldest_resumable: rv,
                 history_config,
             }),
+            assigned_ids: RwLock::new(HashMap::new()),
             changes,
         }
     }
 
     /// The id of a resource, assigned on first use.
     pub fn resource_id(&self, key: &ResourceKey) -> ResourceId {
-        let mut inner = self.inner.lock();
-        if let Some(id) = inner.resource_ids.get(key) {
+        if let Some(id) = self.assigned_ids.read().get(key) {
             return *id;
         }
-        let id = inner.objects.len() as ResourceId;
-        inner.objects.push(BTreeMap::new());
-        inner.resource_ids.insert(key.clone(), id);
+        let mut inner = self.inner.lock();
+        let id = match inner.resource_ids.get(key) {
+            Some(id) => *id,
+            None => {
+                let id = inner.objects.len() as ResourceId;
+                inner.objects.push(BTreeMap::new());
+                inner.resource_ids.insert(key.clone(), id);
+                id
+            }
+        };
+        // Published while the store's lock is held, so the copy never disagrees with it.
+        self.assigned_ids.write().insert(key.clone(), id);
         id
     }
 
@@ -285,8 +308,10 @@ impl Store {
     }
 
     pub fn get(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+        // The key is allocated before the lock is taken: every request holds it, briefly.
+        let key: ObjectKey = (namespace.into(), name.into());
         let inner = self.inner.lock();
-        inner.objects.get(resource as usize)?.get(&(namespace.into(), name.into()) as &ObjectKey).cloned()
+        inner.objects.get(resource as usize)?.get(&key).cloned()
     }
 
     pub fn get_by_uid(&self, uid: &str) -> Option<Arc<StoredObject>> {
@@ -353,8 +378,8 @@ impl Store {
     }
 
     pub fn create(&self, resource: ResourceId, object: Prepared) -> Result<Arc<StoredObject>, StoreError> {
-        let mut inner = self.inner.lock();
         let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let mut inner = self.inner.lock();
         let map = inner.objects.get(resource as usize).ok_or(StoreError::NotFound)?;
         if map.contains_key(&key) {
             return Err(StoreError::AlreadyExists);
@@ -376,8 +401,8 @@ impl Store {
         object: Prepared,
         expect: Expect,
     ) -> Result<Arc<StoredObject>, StoreError> {
-        let mut inner = self.inner.lock();
         let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let mut inner = self.inner.lock();
         let current = current_for_write(&inner, resource, &key, expect)?;
         if object.same_as(&current) {
             return Ok(current);
@@ -511,7 +536,7 @@ fn trim_history(inner: &mut Inner, now: Instant) {
 
 /// The stored form of `p` at version `rv` (also used for dry runs, which store nothing).
 pub fn materialize(resource: ResourceId, p: Prepared, rv: u64) -> StoredObject {
-    let bytes = p.render(rv);
+    let bytes = Prepared::render(p.prefix, &p.suffix, rv);
     let namespace_hash = crate::selector::fnv1a64(p.namespace.as_bytes());
     let uid_hash = crate::selector::fnv1a64(p.uid.as_bytes());
     StoredObject {
