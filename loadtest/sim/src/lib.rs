@@ -15,6 +15,7 @@ pub mod fields;
 pub mod gc;
 pub mod go_fmt;
 pub mod http;
+pub mod json;
 pub mod kubectl;
 pub mod patch;
 pub mod protobuf;

@@ -19,8 +19,9 @@ pub struct ResourceType {
     pub has_status: bool,
     /// Built-in kinds accept strategic merge patches; custom resources get 415.
     pub builtin: bool,
-    /// Field selectors accepted besides metadata.name and metadata.namespace.
-    pub field_selectors: Vec<String>,
+    /// Field selectors accepted besides metadata.name and metadata.namespace: the built-in
+    /// kinds' static lists, so every stored object names its selectable fields without a copy.
+    pub field_selectors: &'static [&'static str],
 }
 
 impl ResourceType {
@@ -202,7 +203,7 @@ impl Default for Registry {
                     categories: owned(b.categories),
                     has_status: b.has_status,
                     builtin: true,
-                    field_selectors: owned(b.field_selectors),
+                    field_selectors: b.field_selectors,
                 })
             })
             .collect();

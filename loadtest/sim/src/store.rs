@@ -6,11 +6,11 @@
 //! however many watchers receive it.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
@@ -23,6 +23,8 @@ pub type ResourceId = u32;
 /// the store splices the real version in when it commits, outside of any parse.
 pub const RV_PLACEHOLDER: &str = "\u{0}rv\u{0}";
 const RV_PLACEHOLDER_JSON: &[u8] = br#""resourceVersion":"\u0000rv\u0000""#;
+/// A u64 in decimal.
+const MAX_RV_DIGITS: usize = 20;
 
 /// One stored version of an object.
 #[derive(Debug)]
@@ -33,8 +35,9 @@ pub struct StoredObject {
     pub name: Box<str>,
     pub uid: Box<str>,
     pub labels: Option<Map<String, Value>>,
-    /// Selectable fields (besides metadata.name/namespace) and their values.
-    pub fields: Box<[(Box<str>, Box<str>)]>,
+    /// Selectable fields (besides metadata.name/namespace) and their values; the names are
+    /// the kind's static list (`ResourceType::field_selectors`), not a copy per object.
+    pub fields: Box<[(&'static str, Box<str>)]>,
     pub owner_uids: Box<[Box<str>]>,
     pub namespace_hash: u64,
     pub uid_hash: u64,
@@ -45,7 +48,7 @@ pub struct StoredObject {
 impl StoredObject {
     /// The object parsed; stored bytes are always valid JSON.
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+        crate::json::parse(&self.bytes).unwrap_or(Value::Null)
     }
 
     /// A selectable field's value.
@@ -53,7 +56,7 @@ impl StoredObject {
         match name {
             "metadata.name" => Some(&self.name),
             "metadata.namespace" => Some(&self.namespace),
-            _ => self.fields.iter().find(|(k, _)| &**k == name).map(|(_, v)| &**v),
+            _ => self.fields.iter().find(|(k, _)| *k == name).map(|(_, v)| &**v),
         }
     }
 }
@@ -66,9 +69,12 @@ pub struct Prepared {
     pub name: Box<str>,
     pub uid: Box<str>,
     pub labels: Option<Map<String, Value>>,
-    pub fields: Box<[(Box<str>, Box<str>)]>,
+    pub fields: Box<[(&'static str, Box<str>)]>,
     pub owner_uids: Box<[Box<str>]>,
-    prefix: Bytes,
+    /// The JSON up to the resourceVersion's digits, in a buffer with room for the digits and
+    /// `suffix`: the stored bytes are this buffer once committed, allocated before the store's
+    /// lock is taken (allocating them under it was a good part of the time it was held).
+    prefix: Vec<u8>,
     suffix: Bytes,
 }
 
@@ -79,13 +85,18 @@ impl Prepared {
         name: &str,
         uid: &str,
         labels: Option<Map<String, Value>>,
-        fields: Vec<(Box<str>, Box<str>)>,
+        fields: Vec<(&'static str, Box<str>)>,
         owner_uids: Vec<Box<str>>,
         json: Vec<u8>,
     ) -> Result<Self, StoreError> {
-        let at = memchr::memmem::find(&json, RV_PLACEHOLDER_JSON).ok_or(StoreError::NoPlaceholder)?;
+        // One searcher for every write: `memmem::find` sets one up on each call.
+        static PLACEHOLDER: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(RV_PLACEHOLDER_JSON));
+        let at = PLACEHOLDER.find(&json).ok_or(StoreError::NoPlaceholder)?;
         let value_start = at + br#""resourceVersion":""#.len();
         let value_end = at + RV_PLACEHOLDER_JSON.len() - 1;
+        let mut prefix = Vec::with_capacity(value_start + MAX_RV_DIGITS + (json.len() - value_end));
+        prefix.extend_from_slice(&json[..value_start]);
         let json = Bytes::from(json);
         Ok(Self {
             namespace: namespace.into(),
@@ -94,17 +105,21 @@ impl Prepared {
             labels,
             fields: fields.into_boxed_slice(),
             owner_uids: owner_uids.into_boxed_slice(),
-            prefix: json.slice(..value_start),
+            prefix,
             suffix: json.slice(value_end..),
         })
     }
 
-    fn render(&self, rv: u64) -> Bytes {
-        let digits = rv.to_string();
-        let mut out = Vec::with_capacity(self.prefix.len() + digits.len() + self.suffix.len());
-        out.extend_from_slice(&self.prefix);
-        out.extend_from_slice(digits.as_bytes());
-        out.extend_from_slice(&self.suffix);
+    /// The JSON at version `rv`, in the buffer `prefix` was made with room for.
+    fn render(prefix: Vec<u8>, suffix: &[u8], rv: u64) -> Bytes {
+        use std::io::Write;
+        let mut out = prefix;
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{rv}");
+        out.extend_from_slice(suffix);
+        // Bytes keeps a buffer with spare room behind a second allocation; the allocator shrinks
+        // this one by the few unused digits in place.
+        out.shrink_to_fit();
         Bytes::from(out)
     }
 
@@ -233,6 +248,9 @@ struct Inner {
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
     inner: Mutex<Inner>,
+    /// The ids already assigned (a copy of `Inner::resource_ids`), read without the store's
+    /// lock: every request resolves its resource's id, and took that lock for it.
+    assigned_ids: RwLock<HashMap<ResourceKey, ResourceId>>,
     changes: broadcast::Sender<Arc<Change>>,
 }
 
@@ -260,19 +278,28 @@ impl Store {
                 oldest_resumable: rv,
                 history_config,
             }),
+            assigned_ids: RwLock::new(HashMap::new()),
             changes,
         }
     }
 
     /// The id of a resource, assigned on first use.
     pub fn resource_id(&self, key: &ResourceKey) -> ResourceId {
-        let mut inner = self.inner.lock();
-        if let Some(id) = inner.resource_ids.get(key) {
+        if let Some(id) = self.assigned_ids.read().get(key) {
             return *id;
         }
-        let id = inner.objects.len() as ResourceId;
-        inner.objects.push(BTreeMap::new());
-        inner.resource_ids.insert(key.clone(), id);
+        let mut inner = self.inner.lock();
+        let id = match inner.resource_ids.get(key) {
+            Some(id) => *id,
+            None => {
+                let id = inner.objects.len() as ResourceId;
+                inner.objects.push(BTreeMap::new());
+                inner.resource_ids.insert(key.clone(), id);
+                id
+            }
+        };
+        // Published while the store's lock is held, so the copy never disagrees with it.
+        self.assigned_ids.write().insert(key.clone(), id);
         id
     }
 
@@ -281,8 +308,10 @@ impl Store {
     }
 
     pub fn get(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+        // The key is allocated before the lock is taken: every request holds it, briefly.
+        let key: ObjectKey = (namespace.into(), name.into());
         let inner = self.inner.lock();
-        inner.objects.get(resource as usize)?.get(&(namespace.into(), name.into()) as &ObjectKey).cloned()
+        inner.objects.get(resource as usize)?.get(&key).cloned()
     }
 
     pub fn get_by_uid(&self, uid: &str) -> Option<Arc<StoredObject>> {
@@ -349,8 +378,8 @@ impl Store {
     }
 
     pub fn create(&self, resource: ResourceId, object: Prepared) -> Result<Arc<StoredObject>, StoreError> {
-        let mut inner = self.inner.lock();
         let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let mut inner = self.inner.lock();
         let map = inner.objects.get(resource as usize).ok_or(StoreError::NotFound)?;
         if map.contains_key(&key) {
             return Err(StoreError::AlreadyExists);
@@ -372,8 +401,8 @@ impl Store {
         object: Prepared,
         expect: Expect,
     ) -> Result<Arc<StoredObject>, StoreError> {
-        let mut inner = self.inner.lock();
         let key: ObjectKey = (object.namespace.clone(), object.name.clone());
+        let mut inner = self.inner.lock();
         let current = current_for_write(&inner, resource, &key, expect)?;
         if object.same_as(&current) {
             return Ok(current);
@@ -381,8 +410,12 @@ impl Store {
         let rv = inner.rv + 1;
         let stored = Arc::new(materialize(resource, object, rv));
         inner.rv = rv;
-        index_remove(&mut inner, &current);
-        index_add(&mut inner, &stored);
+        // The indexes map the uid and the owners' uids to the object's place, which an update
+        // keeps: only a changed uid or owner list moves entries (most updates change neither).
+        if stored.uid != current.uid || stored.owner_uids != current.owner_uids {
+            index_remove(&mut inner, &current);
+            index_add(&mut inner, &stored);
+        }
         inner.objects[resource as usize].insert(key, stored.clone());
         self.publish(&mut inner, ChangeKind::Modified, stored.clone(), Some(current));
         Ok(stored)
@@ -503,7 +536,7 @@ fn trim_history(inner: &mut Inner, now: Instant) {
 
 /// The stored form of `p` at version `rv` (also used for dry runs, which store nothing).
 pub fn materialize(resource: ResourceId, p: Prepared, rv: u64) -> StoredObject {
-    let bytes = p.render(rv);
+    let bytes = Prepared::render(p.prefix, &p.suffix, rv);
     let namespace_hash = crate::selector::fnv1a64(p.namespace.as_bytes());
     let uid_hash = crate::selector::fnv1a64(p.uid.as_bytes());
     StoredObject {
@@ -618,6 +651,30 @@ mod tests {
         let changed = s.update(id, prepared("ns", "a", json!(2)), Expect::Version(a.rv)).unwrap();
         assert_eq!(changed.rv, a.rv + 1);
         assert_eq!(rx.try_recv().unwrap().kind, ChangeKind::Modified);
+    }
+
+    /// An update keeps the object's uid entry, and moves its owner entries only when the owners
+    /// change.
+    #[test]
+    fn updates_keep_the_uid_and_owner_indexes() {
+        let (s, id) = store();
+        let owned = |data: Value, owners: &[&str]| {
+            let mut p = prepared("ns", "a", data);
+            p.owner_uids = owners.iter().map(|o| Box::from(*o)).collect();
+            p
+        };
+        s.create(id, owned(json!(1), &["o1"])).unwrap();
+        s.update(id, owned(json!(2), &["o1"]), Expect::Any).unwrap();
+        assert_eq!(s.get_by_uid("uid-a").map(|o| o.rv), s.get(id, "ns", "a").map(|o| o.rv));
+        assert_eq!(s.dependents("o1").len(), 1);
+        s.update(id, owned(json!(3), &["o2", "o3"]), Expect::Any).unwrap();
+        assert!(s.dependents("o1").is_empty());
+        assert_eq!((s.dependents("o2").len(), s.dependents("o3").len()), (1, 1));
+        assert_eq!(s.get_by_uid("uid-a").map(|o| o.value()["data"].clone()), Some(json!(3)));
+        s.update(id, owned(json!(4), &[]), Expect::Any).unwrap();
+        assert!(s.dependents("o2").is_empty() && s.dependents("o3").is_empty());
+        s.remove(id, "ns", "a", Expect::Any).unwrap();
+        assert!(s.get_by_uid("uid-a").is_none());
     }
 
     #[test]

@@ -363,17 +363,23 @@ fn as_obj(v: Option<&Value>) -> Option<&Obj> {
 }
 
 pub(crate) fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+    // Equal values are semantically equal; most updates leave what they compare untouched, and
+    // `json::opt_equal` tells that without hashing every key.
+    crate::json::opt_equal(a, b) || semantic_eq_walk(a, b)
+}
+
+fn semantic_eq_walk(a: Option<&Value>, b: Option<&Value>) -> bool {
     if is_empty(a) && is_empty(b) {
         return true;
     }
     match (a, b) {
         (Some(Value::Array(x)), Some(Value::Array(y))) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq(Some(p), Some(q)))
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq_walk(Some(p), Some(q)))
         }
         (Some(Value::Object(_)), _) | (_, Some(Value::Object(_))) => match (as_obj(a), as_obj(b)) {
             (Some(x), Some(y)) => {
-                x.iter().all(|(k, v)| semantic_eq(Some(v), y.get(k)))
-                    && y.iter().all(|(k, v)| x.contains_key(k) || semantic_eq(None, Some(v)))
+                x.iter().all(|(k, v)| semantic_eq_walk(Some(v), y.get(k)))
+                    && y.iter().all(|(k, v)| x.contains_key(k) || semantic_eq_walk(None, Some(v)))
             }
             _ => false,
         },
@@ -400,6 +406,29 @@ mod tests {
         assert_eq!(selector_matches(Some(&e), l), Some(true));
         let bad = json!({"matchExpressions": [{"key": "x", "operator": "Bogus"}]});
         assert_eq!(selector_matches(Some(&bad), l), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// `semantic_eq` answers equal values without walking them; the walk gives the same
+        /// answer for any pair, equal, reordered, edited or unrelated.
+        #[test]
+        fn semantic_eq_is_its_walk(
+            a in crate::json::tests::value(),
+            b in crate::json::tests::value(),
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let reordered = crate::json::tests::reorder(&a, seed);
+            let edited = crate::json::tests::edit(&a, seed);
+            for other in [&b, &a, &reordered, &edited] {
+                proptest::prop_assert_eq!(
+                    semantic_eq(Some(&a), Some(other)),
+                    semantic_eq_walk(Some(&a), Some(other))
+                );
+                proptest::prop_assert_eq!(semantic_eq(None, Some(other)), semantic_eq_walk(None, Some(other)));
+            }
+        }
     }
 
     #[test]

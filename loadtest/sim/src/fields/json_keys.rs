@@ -122,6 +122,15 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            if self.events.is_none() {
+                // Without events a repeated key is noted once its value is in: one lookup (the
+                // insert's) per key instead of two.
+                let value = map.next_value_seed(self.at(String::new))?;
+                if out.insert(key, value).is_some() {
+                    self.duplicate.set(true);
+                }
+                continue;
+            }
             // Keys are only ever added to `out`, so a key it holds is one seen before.
             let duplicate = out.contains_key(&key);
             if duplicate {

@@ -37,16 +37,25 @@ pub fn clean_empties(obj: &Value, api_version: &str, kind: &str) -> Option<Vec<V
     Some(walk.empties)
 }
 
-struct Walk<'s> {
+struct Walk<'s, 'v> {
     schema: &'s Schema,
-    segments: Vec<Segment>,
+    /// The path to the member being walked, borrowed from the object: an owned path is made
+    /// only for an empty member (allocating a key per member was a good part of the walk).
+    segments: Vec<Step<'v>>,
     empties: Vec<Vec<Segment>>,
 }
 
-impl Walk<'_> {
+/// One step of the path being walked.
+#[derive(Clone, Copy)]
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+impl<'v> Walk<'_, 'v> {
     /// A member of a message: a known field's value.
-    fn member(&mut self, key: &str, value: &Value, field: &Field) -> Option<()> {
-        self.segments.push(Segment::Key(key.to_string()));
+    fn member(&mut self, key: &'v str, value: &'v Value, field: &Field) -> Option<()> {
+        self.segments.push(Step::Key(key));
         let empty = match value {
             Value::Object(m) => m.is_empty(),
             Value::Array(a) => a.is_empty(),
@@ -54,12 +63,20 @@ impl Walk<'_> {
         };
         // managedFields' fieldsV1 is free-form: `{}` there is a value (as the typed walk says).
         if empty && !self.in_managed_fields() {
-            self.empties.push(self.segments.clone());
+            let path = self
+                .segments
+                .iter()
+                .map(|s| match *s {
+                    Step::Key(k) => Segment::Key(k.to_string()),
+                    Step::Index(i) => Segment::Index(i),
+                })
+                .collect();
+            self.empties.push(path);
         }
         let ok = match field.label {
             Label::Repeated => match value {
                 Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
-                    self.segments.push(Segment::Index(i));
+                    self.segments.push(Step::Index(i));
                     let ok = self.value(item, field.ty);
                     self.segments.pop();
                     ok
@@ -79,11 +96,11 @@ impl Walk<'_> {
     }
 
     fn in_managed_fields(&self) -> bool {
-        matches!(self.segments.first(), Some(Segment::Key(k)) if k == "metadata")
-            && matches!(self.segments.get(1), Some(Segment::Key(k)) if k == "managedFields")
+        matches!(self.segments.first(), Some(Step::Key("metadata")))
+            && matches!(self.segments.get(1), Some(Step::Key("managedFields")))
     }
 
-    fn map_value(&mut self, value: &Value, ty: FieldType) -> Option<()> {
+    fn map_value(&mut self, value: &'v Value, ty: FieldType) -> Option<()> {
         match ty {
             FieldType::String => value.is_string().then_some(()),
             // Nested messages in maps are rare (none in the served kinds' hot paths): the typed
@@ -96,7 +113,7 @@ impl Walk<'_> {
         }
     }
 
-    fn value(&mut self, value: &Value, ty: FieldType) -> Option<()> {
+    fn value(&mut self, value: &'v Value, ty: FieldType) -> Option<()> {
         match ty {
             FieldType::Message(id) => {
                 let message = self.schema.message(id);
@@ -114,7 +131,7 @@ impl Walk<'_> {
         }
     }
 
-    fn message(&mut self, id: MessageId, members: &Map<String, Value>) -> Option<()> {
+    fn message(&mut self, id: MessageId, members: &'v Map<String, Value>) -> Option<()> {
         for (key, value) in members {
             let field = find_field(self.schema, id, key)?;
             self.member(key, value, field)?;

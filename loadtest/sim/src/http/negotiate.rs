@@ -29,6 +29,20 @@ pub enum Wanted {
 /// Reads Accept as `runtime.NegotiateMediaType` would for the sim's three serializers: the range
 /// with the highest q wins, in header order among equals; `as=` conversions (Table) are JSON.
 pub fn wanted(headers: &HeaderMap) -> Wanted {
+    // Only a range naming protobuf can make the answer other than JSON; most clients (kube-rs,
+    // kubectl's JSON requests) name none, and are answered without parsing their ranges.
+    let names_protobuf = headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .any(|v| v.as_bytes().windows(PROTOBUF.len()).any(|w| w.eq_ignore_ascii_case(PROTOBUF.as_bytes())));
+    if !names_protobuf {
+        return Wanted::Json;
+    }
+    wanted_by_ranges(headers)
+}
+
+/// [`wanted`] by reading every range.
+fn wanted_by_ranges(headers: &HeaderMap) -> Wanted {
     let accept = headers
         .get_all(http::header::ACCEPT)
         .iter()
@@ -153,5 +167,44 @@ fn summarize(body: &[u8]) -> String {
         None => "<empty>".into(),
         Some(b'{') => format!("{}{more}", String::from_utf8_lossy(shown)),
         Some(_) => format!("{}{more}", shown.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
+#[cfg(test)]
+mod wanted_tests {
+    use super::*;
+
+    /// The shortcut for Accept headers that name no protobuf range answers as reading the ranges.
+    #[test]
+    fn wanted_is_the_ranges_reading() {
+        let accepts: &[&[&str]] = &[
+            &[],
+            &["application/json"],
+            &["application/json, */*"],
+            &["*/*"],
+            &["application/yaml;q=0.5"],
+            &["application/json;as=Table;v=v1;g=meta.k8s.io,application/json"],
+            &["application/vnd.kubernetes.protobuf"],
+            &["Application/VND.Kubernetes.Protobuf"],
+            &["application/vnd.kubernetes.protobuf, application/json"],
+            &["application/json;q=0.9, application/vnd.kubernetes.protobuf"],
+            &["application/vnd.kubernetes.protobuf;q=0.5, application/json"],
+            &["application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io"],
+            &["application/vnd.kubernetes.protobuf;q=0"],
+            &["application/json", "application/vnd.kubernetes.protobuf"],
+            &["application/vnd.kubernetes.protobuf", "application/json;q=0.1"],
+            &["application/vnd.kubernetes.protobuf;stream=watch"],
+            &["text/plain, application/vnd.kubernetes.protobufx"],
+        ];
+        for values in accepts {
+            let mut headers = HeaderMap::new();
+            for v in *values {
+                headers.append(http::header::ACCEPT, v.parse().unwrap());
+            }
+            assert_eq!(wanted(&headers), wanted_by_ranges(&headers), "{values:?}");
+        }
+        let mut protobuf = HeaderMap::new();
+        protobuf.insert(http::header::ACCEPT, PROTOBUF.parse().unwrap());
+        assert_eq!(wanted(&protobuf), Wanted::ProtobufOnly);
     }
 }

@@ -174,7 +174,7 @@ mod tests {
             categories: vec![],
             has_status: false,
             builtin: false,
-            field_selectors: vec![],
+            field_selectors: &[],
         };
         let reg = reg.with(vec![crd("v1"), crd("v1beta1")]);
         let list = api_group_list(&reg);

@@ -519,7 +519,7 @@ mod tests {
             categories: vec![],
             has_status: true,
             builtin: false,
-            field_selectors: vec![],
+            field_selectors: &[],
         };
         let reg2 = reg.with(vec![crd]);
         let root2 = openapi_v3_root(&reg2);

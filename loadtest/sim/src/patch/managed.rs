@@ -97,12 +97,11 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
         return compare(&leaves(old, schema, part), &leaves(new, schema, part));
     };
     let mut path = Vec::new();
-    for k in union_keys(o, n) {
+    for (k, ov, nv) in members_of_both(o, n) {
         if !root_member_counts(k, part) {
             continue;
         }
-        let (ov, nv) = (present(o, k), present(n, k));
-        if ov == nv {
+        if crate::json::opt_equal(ov, nv) {
             continue;
         }
         let (sub, ..) = schema.lookup(k);
@@ -110,9 +109,8 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
         match (k, ov, nv) {
             // metadata's own members are walked whatever they hold (some are never recorded).
             ("metadata", Some(Value::Object(om)), Some(Value::Object(nm))) => {
-                for mk in union_keys(om, nm) {
-                    let (omv, nmv) = (present(om, mk), present(nm, mk));
-                    if omv == nmv || STRIPPED_METADATA.contains(&mk) {
+                for (mk, omv, nmv) in members_of_both(om, nm) {
+                    if STRIPPED_METADATA.contains(&mk) || crate::json::opt_equal(omv, nmv) {
                         continue;
                     }
                     path.push(format!("f:{mk}"));
@@ -134,6 +132,20 @@ fn present<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
     m.get(k).filter(|v| !v.is_null())
 }
 
+/// Every key of `a`, then those of `b` that `a` lacks, each with its [`present`] value in `a`
+/// and in `b`. Objects with the same keys in the same order (an object and its edited copy, the
+/// common case) are paired by position, without looking any key up.
+fn members_of_both<'a>(
+    a: &'a Map<String, Value>,
+    b: &'a Map<String, Value>,
+) -> Vec<(&'a str, Option<&'a Value>, Option<&'a Value>)> {
+    let not_null = |v: &'a Value| (!v.is_null()).then_some(v);
+    if a.len() == b.len() && a.keys().zip(b.keys()).all(|(x, y)| x == y) {
+        return a.iter().zip(b.values()).map(|((k, x), y)| (k.as_str(), not_null(x), not_null(y))).collect();
+    }
+    union_keys(a, b).map(|k| (k, present(a, k), present(b, k))).collect()
+}
+
 /// The keys of `a`, then those of `b` that `a` lacks.
 fn union_keys<'a>(a: &'a Map<String, Value>, b: &'a Map<String, Value>) -> impl Iterator<Item = &'a str> {
     a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).map(String::as_str)
@@ -153,16 +165,15 @@ fn diff_at(
     path: &mut FieldPath,
     c: &mut Comparison,
 ) {
-    if old == new {
+    if crate::json::opt_equal(old, new) {
         return;
     }
     if let (Some(ov @ Value::Object(o)), Some(nv @ Value::Object(n))) = (old, new)
         && descends(ov, field)
         && descends(nv, field)
     {
-        for k in union_keys(o, n) {
-            let (ov, nv) = (present(o, k), present(n, k));
-            if ov == nv {
+        for (k, ov, nv) in members_of_both(o, n) {
+            if crate::json::opt_equal(ov, nv) {
                 continue;
             }
             path.push(format!("f:{k}"));
@@ -575,7 +586,7 @@ fn render_entry(
     subresource: &str,
     fields_v1: Value,
 ) -> Value {
-    let mut m = Map::new();
+    let mut m = Map::with_capacity(7);
     // A write with neither fieldManager nor User-Agent is tracked under no name: Go's
     // `omitempty` drops the empty manager.
     if !manager.is_empty() {
@@ -630,12 +641,15 @@ pub(crate) struct Identity<'a> {
 /// What [`track_update`] makes of the live entries `live` for the change `c`, each set edited
 /// as FieldsV1 rather than decoded and encoded again. `None` (do it the decoding way) unless
 /// every set is present and canonical and at most one entry is the writer's own.
-pub(crate) fn edit_in_place(live: &[Value], c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
+pub(crate) fn edit_in_place(live: Vec<Value>, c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
     let mut entries = Vec::with_capacity(live.len() + 1);
     let mut mine_at = None;
-    for (i, e) in live.iter().enumerate() {
-        let fields = e.get("fieldsV1").filter(|f| fields_v1::canonical(f))?.clone();
-        let entry = Entry::read(e, fields);
+    for (i, mut e) in live.into_iter().enumerate() {
+        let fields = match e.get_mut("fieldsV1") {
+            Some(f) if fields_v1::canonical(f) => std::mem::take(f),
+            _ => return None,
+        };
+        let entry = Entry::read(&e, fields);
         if entry.same_identity(who.manager, "Update", who.api_version, who.subresource)
             && mine_at.replace(i).is_some()
         {
@@ -699,9 +713,9 @@ pub fn track_update(
         return;
     };
     // A write that sends other managedFields than the live ones replaces them.
-    let sent = new.pointer("/metadata/managedFields");
-    let live = old.pointer("/metadata/managedFields");
-    if sent.is_some() && sent != live {
+    let sent = new.get("metadata").and_then(|m| m.get("managedFields"));
+    let live = old.get("metadata").and_then(|m| m.get("managedFields"));
+    if sent.is_some() && !crate::json::opt_equal(sent, live) {
         return;
     }
     let live = live.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
@@ -713,7 +727,13 @@ pub fn track_update(
     }
     let c = diff(old, new, schema, part);
     let who = Identity { manager, api_version, subresource, now };
-    match edit_in_place(live, &c, &who) {
+    // The entries to edit: the written object's own copy when it sent one (equal to the live
+    // ones, as checked above), moved out instead of copied; both ways below replace it.
+    let entries = match new.get_mut("metadata").and_then(|m| m.get_mut("managedFields")) {
+        Some(Value::Array(sent)) => std::mem::take(sent),
+        _ => live.to_vec(),
+    };
+    match edit_in_place(entries, &c, &who) {
         Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
         None => update_decoded(old, new, &c, &who),
     }

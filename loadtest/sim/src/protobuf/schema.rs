@@ -3,7 +3,33 @@
 //! (JSON names, kinds).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
+
+/// FNV-1a, for the fixed tables of field names and numbers: SipHash's setup was most of the cost
+/// of looking a member's field up, which the schema walk of every write does once per member.
+/// The tables are built from the schema, not from input, so a weaker hash costs nothing there.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// A message's index in [`Schema::messages`].
 pub type MessageId = usize;
@@ -67,9 +93,9 @@ pub struct Message {
     pub name: String,
     pub fields: Vec<Field>,
     pub special: Option<Special>,
-    by_tag: HashMap<u32, usize>,
+    by_tag: FnvMap<u32, usize>,
     /// Fields that are not inlined, by JSON name.
-    by_json: HashMap<String, usize>,
+    by_json: FnvMap<String, usize>,
 }
 
 impl Message {
@@ -133,8 +159,8 @@ impl Schema {
                     name: name.to_string(),
                     fields: Vec::new(),
                     special: special(name),
-                    by_tag: HashMap::new(),
-                    by_json: HashMap::new(),
+                    by_tag: FnvMap::default(),
+                    by_json: FnvMap::default(),
                 });
             }
         }
