@@ -53,6 +53,11 @@ pub fn is_deleting(obj: &Value) -> bool {
 /// [`is_deleting`] of stored JSON, read without building the object (a create asks it of its
 /// namespace every time). `None` when the JSON is not shaped as the probe expects.
 pub fn json_is_deleting(json: &[u8]) -> Option<bool> {
+    // Stored JSON comes from serde_json, which writes keys as they are (no escapes in plain
+    // ASCII): without these bytes there is no such member anywhere, and nothing to read.
+    if memchr::memmem::find(json, b"\"deletionTimestamp\"").is_none() {
+        return Some(false);
+    }
     #[derive(serde::Deserialize)]
     struct Object {
         #[serde(default)]
@@ -66,6 +71,11 @@ pub fn json_is_deleting(json: &[u8]) -> Option<bool> {
     }
     let object: Object = serde_json::from_slice(json).ok()?;
     Some(object.metadata.is_some_and(|m| m.deletion_timestamp.is_some()))
+}
+
+/// [`is_deleting`] of a stored object: the probe, else the parsed object.
+pub fn stored_is_deleting(stored: &crate::store::StoredObject) -> bool {
+    json_is_deleting(&stored.bytes).unwrap_or_else(|| is_deleting(&stored.value()))
 }
 
 pub fn deletion_grace(obj: &Value) -> Option<i64> {
@@ -121,6 +131,9 @@ mod tests {
             json!({"kind": "Namespace"}),
             json!([1]),
             json!({"metadata": {"deletionTimestamp": {"nested": [1, 2]}}, "spec": {"x": 1}}),
+            // The key's words elsewhere, but no such member of the metadata.
+            json!({"metadata": {"annotations": {"deletionTimestamp": "x", "note": "\"deletionTimestamp\""}}}),
+            json!({"metadata": {"name": "a"}, "spec": {"deletionTimestamp": "x"}}),
         ];
         for case in cases {
             let bytes = serde_json::to_vec(&case).unwrap();

@@ -162,7 +162,7 @@ impl ApiServer {
 
     fn namespace_state(&self, namespace: &str) -> Option<bool> {
         let ns = self.store.get(self.namespaces, "", namespace)?;
-        Some(meta::json_is_deleting(&ns.bytes).unwrap_or_else(|| meta::is_deleting(&ns.value())))
+        Some(meta::stored_is_deleting(&ns))
     }
 }
 

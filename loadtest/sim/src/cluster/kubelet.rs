@@ -169,7 +169,7 @@ impl Kubelet {
         if node.is_empty() || !self.nodes.is_ready(node) {
             return;
         }
-        let deleting = stored_is_deleting(stored);
+        let deleting = meta::stored_is_deleting(stored);
         let starts = phase == "Pending" && !self.running.contains_key(&stored.uid);
         if !deleting && !starts {
             return;
@@ -698,45 +698,6 @@ impl Follower for Kubelet {
         }
         for p in &pods {
             self.on_pod(p);
-        }
-    }
-}
-
-/// Whether a stored object is being deleted, most often without reading it: the store's JSON
-/// comes from serde_json, which writes keys as they are (no escapes in plain ASCII), so JSON
-/// without the bytes `"deletionTimestamp"` has no such member anywhere. Otherwise the probe reads
-/// it, and an object it cannot read is parsed.
-fn stored_is_deleting(stored: &StoredObject) -> bool {
-    if memchr::memmem::find(&stored.bytes, b"\"deletionTimestamp\"").is_none() {
-        return false;
-    }
-    meta::json_is_deleting(&stored.bytes).unwrap_or_else(|| meta::is_deleting(&stored.value()))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::store::{Prepared, RV_PLACEHOLDER, materialize};
-
-    #[test]
-    fn the_deletion_check_of_a_stored_pod_agrees_with_the_parsed_pod() {
-        let cases = [
-            json!({"metadata": {"name": "a"}}),
-            json!({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
-            json!({"metadata": {"name": "a", "deletionTimestamp": null}}),
-            // The words elsewhere, but no such member of the metadata.
-            json!({"metadata": {"name": "a", "annotations": {"deletionTimestamp": "x", "note": "\"deletionTimestamp\""}}}),
-            json!({"metadata": {"name": "a"}, "spec": {"deletionTimestamp": "x"}}),
-            json!({"metadata": {"name": "a", "labels": {"a": "b"}, "deletionTimestamp": "t"}, "status": {"phase": "Running"}}),
-        ];
-        for mut case in cases {
-            case["metadata"]["resourceVersion"] = json!(RV_PLACEHOLDER);
-            let bytes = serde_json::to_vec(&case).unwrap();
-            let prepared = Prepared::new("ns", "a", "uid-a", None, vec![], vec![], bytes).unwrap();
-            let stored = materialize(0, prepared, 7);
-            assert_eq!(stored_is_deleting(&stored), meta::is_deleting(&stored.value()), "{case}");
         }
     }
 }
