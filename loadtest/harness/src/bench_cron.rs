@@ -190,10 +190,10 @@ type Stored = (Instant, bool, std::sync::Arc<batchfleet_sim::store::StoredObject
 impl StoreLog {
     fn start(sim: &SimCluster) -> anyhow::Result<Self> {
         use batchfleet_sim::store::ChangeKind;
-        use tokio::sync::broadcast::error::RecvError;
+        use batchfleet_sim::store::RecvError;
         let store = sim.api().store();
         let (_, mut feed) = store
-            .watch_from(store.current_rv())
+            .watch_from(batchfleet_sim::store::Interest::everything(), store.current_rv())
             .map_err(|e| anyhow::anyhow!("subscribing to the store: {e}"))?;
         let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let lagged = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -208,8 +208,8 @@ impl StoreLog {
                             }
                         }
                         Ok(_) => {}
-                        Err(RecvError::Lagged(n)) => {
-                            lagged.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        Err(RecvError::Lagged) => {
+                            lagged.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                         Err(RecvError::Closed) => return,
                     }
@@ -221,7 +221,7 @@ impl StoreLog {
 
     fn ensure_whole(&self) -> anyhow::Result<()> {
         let lagged = self.lagged.load(std::sync::atomic::Ordering::Relaxed);
-        anyhow::ensure!(lagged == 0, "the store log fell behind by {lagged} changes");
+        anyhow::ensure!(lagged == 0, "the store log fell behind the store {lagged} times");
         Ok(())
     }
 

@@ -85,6 +85,9 @@ struct SimArgs {
     /// does at level Metadata.
     #[arg(long, value_name = "PATH")]
     audit_log: Option<PathBuf>,
+    /// How long an Event outlives its last write, as kube-apiserver's `--event-ttl`.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    event_ttl: std::time::Duration,
 }
 
 #[derive(clap::Args, Debug)]
@@ -276,6 +279,7 @@ async fn run_sim(args: SimArgs, quickstart: Option<quickstart::UpOptions>) -> an
         nodes: args.nodes,
         kubelet: !args.no_kubelet,
         audit_log: args.audit_log.clone(),
+        event_ttl: args.event_ttl,
         ..SimConfig::default()
     };
     let sim = SimCluster::start(config)

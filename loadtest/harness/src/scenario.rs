@@ -111,6 +111,14 @@ pub struct SimSpec {
     /// (a real API server keeps Events an hour).
     #[serde(default = "yes")]
     pub kubelet_events: bool,
+    /// How long an Event outlives its last write: kube-apiserver's `--event-ttl`, whose default
+    /// (1h) keeps every Event of a run; a large cluster sets it shorter.
+    #[serde(default = "default_event_ttl")]
+    pub event_ttl: Span,
+}
+
+fn default_event_ttl() -> Span {
+    Span(batchfleet_sim::cluster::event_ttl::DEFAULT_EVENT_TTL)
 }
 
 fn yes() -> bool {
@@ -123,7 +131,7 @@ fn default_nodes() -> usize {
 
 impl Default for SimSpec {
     fn default() -> Self {
-        Self { nodes: default_nodes(), kubelet_events: true }
+        Self { nodes: default_nodes(), kubelet_events: true, event_ttl: default_event_ttl() }
     }
 }
 

@@ -49,6 +49,8 @@ pub struct SimConfig {
     /// Record the kubelet's pod events (Pulled, Created, Started, …); off spares a load test
     /// four writes per pod.
     pub kubelet_events: bool,
+    /// How long an Event outlives its last write (kube-apiserver's `--event-ttl`, 1h).
+    pub event_ttl: Duration,
 }
 
 impl Default for SimConfig {
@@ -65,6 +67,7 @@ impl Default for SimConfig {
             shard_selector: true,
             container_restart_backoff: BackoffConfig::default(),
             kubelet_events: true,
+            event_ttl: crate::cluster::event_ttl::DEFAULT_EVENT_TTL,
         }
     }
 }
@@ -111,6 +114,7 @@ impl SimCluster {
             tokio::spawn(crate::http::serve(listener, shared.clone())),
             tokio::spawn(crate::gc::run(api.clone(), gc_rx)),
             tokio::spawn(crate::cluster::namespace_defaults::run(api.clone())),
+            tokio::spawn(crate::cluster::event_ttl::run(api.clone(), config.event_ttl)),
             tokio::spawn(nodes.clone().heartbeat(config.node_heartbeat)),
             tokio::spawn(nodes.clone().lifecycle(
                 config.node_monitor_grace.min(Duration::from_secs(5)) / 2,

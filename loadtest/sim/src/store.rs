@@ -1,5 +1,5 @@
 //! The object store: every kind's objects under one global, monotonic resourceVersion, an event
-//! history for watch resumption, and a broadcast of changes that watchers filter.
+//! history for watch resumption, and each change handed to the subscribers interested in it.
 //!
 //! Objects are kept as their serialized JSON (plus the few fields selectors need), not as parsed
 //! values: it keeps a million pods within a few GiB, and each watch event is serialized once
@@ -9,12 +9,14 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::resources::ResourceKey;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
-use tokio::sync::broadcast;
 
-use crate::resources::ResourceKey;
+mod dispatch;
+
+pub use dispatch::{ChangeReceiver, Interest, RecvError, TryRecvError};
 
 /// A small interned id per `(group, plural)`, so watchers compare integers, not strings.
 pub type ResourceId = u32;
@@ -180,9 +182,6 @@ pub fn watch_line(kind: &str, object: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// The receiving end of the store's change broadcast.
-pub type ChangeReceiver = broadcast::Receiver<Arc<Change>>;
-
 /// What a write expects of the stored version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
@@ -243,6 +242,7 @@ struct Inner {
     /// Watches may resume from any version ≥ this.
     oldest_resumable: u64,
     history_config: HistoryConfig,
+    dispatch: dispatch::Dispatch,
 }
 
 /// The store. Cheap to share behind an `Arc`.
@@ -251,7 +251,6 @@ pub struct Store {
     /// The ids already assigned (a copy of `Inner::resource_ids`), read without the store's
     /// lock: every request resolves its resource's id, and took that lock for it.
     assigned_ids: RwLock<HashMap<ResourceKey, ResourceId>>,
-    changes: broadcast::Sender<Arc<Change>>,
 }
 
 impl Store {
@@ -266,7 +265,7 @@ impl Store {
     }
 
     pub fn starting_at(rv: u64, history_config: HistoryConfig) -> Self {
-        let (changes, _) = broadcast::channel(history_config.live_buffer.max(1));
+        let dispatch = dispatch::Dispatch::new(history_config.live_buffer);
         Self {
             inner: Mutex::new(Inner {
                 rv,
@@ -277,9 +276,9 @@ impl Store {
                 history: VecDeque::new(),
                 oldest_resumable: rv,
                 history_config,
+                dispatch,
             }),
             assigned_ids: RwLock::new(HashMap::new()),
-            changes,
         }
     }
 
@@ -450,33 +449,38 @@ impl Store {
     ) {
         let now = Instant::now();
         let change = Arc::new(Change { rv: object.rv, kind, object, prev, at: now, line: OnceLock::new() });
-        inner.history.push_back(change.clone());
+        inner.dispatch.publish(&change);
+        inner.history.push_back(change);
         trim_history(inner, now);
-        // No receivers is fine: nobody is watching.
-        let _ = self.changes.send(change);
     }
 
-    /// Subscribes to changes after `from_rv`: the retained changes already past it, and a receiver
-    /// for everything later. Fails when `from_rv` is older than the retained history.
-    pub fn watch_from(&self, from_rv: u64) -> Result<(Vec<Arc<Change>>, ChangeReceiver), Expired> {
-        let inner = self.inner.lock();
+    /// Subscribes to the changes `interest` admits after `from_rv`: the retained ones already
+    /// past it, and a receiver for everything later. Fails when `from_rv` is older than the
+    /// retained history.
+    pub fn watch_from(
+        &self,
+        interest: Interest,
+        from_rv: u64,
+    ) -> Result<(Vec<Arc<Change>>, ChangeReceiver), Expired> {
+        let mut inner = self.inner.lock();
         if from_rv < inner.oldest_resumable {
             return Err(Expired { requested: from_rv, oldest: inner.oldest_resumable });
         }
-        let receiver = self.changes.subscribe();
         let start = inner.history.partition_point(|c| c.rv <= from_rv);
-        let backlog = inner.history.range(start..).cloned().collect();
-        Ok((backlog, receiver))
+        let backlog = inner.history.range(start..).filter(|c| interest.admits(&c.object)).cloned().collect();
+        Ok((backlog, inner.dispatch.subscribe(interest)))
     }
 
-    /// A consistent snapshot of `resource` and a receiver for every change after it.
+    /// A consistent snapshot of `resource` (in `namespace`, if given) and a receiver for every
+    /// change `interest` admits after it.
     pub fn snapshot_and_watch(
         &self,
         resource: ResourceId,
         namespace: Option<&str>,
-    ) -> (Vec<Arc<StoredObject>>, u64, broadcast::Receiver<Arc<Change>>) {
-        let inner = self.inner.lock();
-        let receiver = self.changes.subscribe();
+        interest: Interest,
+    ) -> (Vec<Arc<StoredObject>>, u64, ChangeReceiver) {
+        let mut inner = self.inner.lock();
+        let receiver = inner.dispatch.subscribe(interest);
         (Self::list_locked(&inner, resource, namespace), inner.rv, receiver)
     }
 
@@ -644,7 +648,7 @@ mod tests {
     fn a_write_of_identical_bytes_makes_no_version_and_no_event() {
         let (s, id) = store();
         let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
-        let (_, mut rx) = s.watch_from(a.rv).unwrap();
+        let (_, mut rx) = s.watch_from(Interest::everything(), a.rv).unwrap();
         let same = s.update(id, prepared("ns", "a", json!(1)), Expect::Version(a.rv)).unwrap();
         assert_eq!(same.rv, a.rv);
         assert!(rx.try_recv().is_err());
@@ -702,12 +706,12 @@ mod tests {
         let (s, id) = store();
         let a = s.create(id, prepared("ns", "a", json!(1))).unwrap();
         s.create(id, prepared("ns", "b", json!(1))).unwrap();
-        let (backlog, _) = s.watch_from(a.rv).unwrap();
+        let (backlog, _) = s.watch_from(Interest::everything(), a.rv).unwrap();
         assert_eq!(backlog.len(), 1);
         assert_eq!(&*backlog[0].object.name, "b");
         let now = s.compact();
-        assert!(s.watch_from(a.rv).is_err());
-        assert!(s.watch_from(now).is_ok());
+        assert!(s.watch_from(Interest::everything(), a.rv).is_err());
+        assert!(s.watch_from(Interest::everything(), now).is_ok());
     }
 
     #[test]
@@ -722,7 +726,7 @@ mod tests {
             s.create(id, prepared("ns", &format!("o{i}"), json!(1))).unwrap();
         }
         assert_eq!(s.history_len(), 1);
-        assert!(s.watch_from(101).is_err());
+        assert!(s.watch_from(Interest::everything(), 101).is_err());
     }
 
     #[test]

@@ -365,3 +365,53 @@ async fn a_node_whose_lease_goes_stale_becomes_unknown() {
     // The other node keeps heartbeating and stays Ready.
     assert_eq!(ready(&nodes.get("sim-node-1").await.unwrap()).as_deref(), Some("True"));
 }
+
+/// kube-apiserver's `--event-ttl`: an Event is deleted a TTL after its last write, never
+/// sooner, and a write renews it; watchers see the deletion, and no request made it.
+#[tokio::test]
+async fn events_are_deleted_a_ttl_after_their_last_write() {
+    use futures::{StreamExt, TryStreamExt};
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
+
+    const TTL: Duration = Duration::from_secs(1);
+    let sim = common::start(batchfleet_sim::SimConfig {
+        nodes: 0,
+        kubelet: false,
+        event_ttl: TTL,
+        ..Default::default()
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(common::client(&sim), "default");
+    let event = |name: &str| -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Tested", "message": "m", "type": "Normal", "count": 1
+        }))
+        .unwrap()
+    };
+    let rv = events.list(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut watch = events.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let created = tokio::time::Instant::now();
+    events.create(&PostParams::default(), &event("once")).await.unwrap();
+    events.create(&PostParams::default(), &event("renewed")).await.unwrap();
+    tokio::time::sleep(TTL / 2).await;
+    let renewed = tokio::time::Instant::now();
+    events.patch("renewed", &PatchParams::default(), &Patch::Merge(json!({"count": 2}))).await.unwrap();
+
+    let mut deleted = Vec::new();
+    let deadline = created + TTL * 20;
+    while deleted.len() < 2 {
+        let next = tokio::time::timeout_at(deadline, watch.try_next()).await;
+        match next.expect("both Events deleted within 20 TTLs").unwrap().expect("watch open") {
+            WatchEvent::Deleted(e) => deleted.push((e.name_any(), tokio::time::Instant::now())),
+            _ => continue,
+        }
+    }
+    assert_eq!(deleted[0].0, "once");
+    assert!(deleted[0].1 >= created + TTL, "deleted before its TTL");
+    assert_eq!(deleted[1].0, "renewed");
+    assert!(deleted[1].1 >= renewed + TTL, "the second write did not renew its lease");
+    assert!(events.list(&Default::default()).await.unwrap().items.is_empty());
+}

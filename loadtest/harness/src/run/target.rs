@@ -141,6 +141,7 @@ impl Target {
         let sim = SimCluster::start(SimConfig {
             nodes: scenario.sim.nodes,
             kubelet_events: scenario.sim.kubelet_events,
+            event_ttl: scenario.sim.event_ttl.0,
             audit_log: Some(audit_log.clone()),
             ..SimConfig::default()
         })

@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
 
 use crate::apiserver::eviction::{label_selector_matches, pod_is_ready, set_disruption_allowed};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
-use crate::store::StoredObject;
+use crate::store::{Interest, RecvError, StoredObject};
 
 /// `DeletionTimeout`: how long an evicted pod may take to go before it counts again.
 const DELETION_TIMEOUT: Duration = Duration::from_secs(120);
@@ -213,7 +212,11 @@ impl Disruption {
     }
 
     pub async fn run(self) {
-        let (_, _, mut rx) = self.api.store().snapshot_and_watch(self.pdbs.rid, None);
+        let (_, _, mut rx) = self.api.store().snapshot_and_watch(
+            self.pdbs.rid,
+            None,
+            Interest::resources(&[self.pdbs.rid, self.pods.rid]),
+        );
         self.sync_all();
         let mut resync = tokio::time::interval(RESYNC);
         let mut batch = tokio::time::interval(BATCH);
@@ -228,8 +231,8 @@ impl Disruption {
                             dirty.insert(o.namespace.clone());
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(_)) => self.sync_all(),
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(RecvError::Lagged) => self.sync_all(),
+                    Err(RecvError::Closed) => return,
                 },
                 _ = batch.tick(), if !dirty.is_empty() => {
                     for ns in std::mem::take(&mut dirty) {

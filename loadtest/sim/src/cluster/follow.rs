@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::broadcast::error::RecvError;
-
-use crate::store::{Change, ChangeReceiver, ResourceId, Store, StoredObject};
+use crate::store::{Change, ChangeReceiver, Interest, RecvError, ResourceId, Store, StoredObject};
 
 /// A controller fed by the store's changes.
 pub trait Follower {
@@ -19,17 +17,26 @@ pub trait Follower {
 /// `select!`, then `handle` what it answered.
 pub struct Following {
     store: Arc<Store>,
+    /// The resource listed on a relist.
     resource: ResourceId,
+    /// The resources whose changes are followed: `resource` and those it depends on.
+    resources: Box<[ResourceId]>,
     /// The last change handed on.
     seen: u64,
     rx: ChangeReceiver,
 }
 
 impl Following {
-    /// The objects of `resource` now, and the follow of every change after them.
-    pub fn start(store: Arc<Store>, resource: ResourceId) -> (Vec<Arc<StoredObject>>, Self) {
-        let (objects, seen, rx) = store.snapshot_and_watch(resource, None);
-        (objects, Self { store, resource, seen, rx })
+    /// The objects of `resource` now, and the follow of every change of it and of `also` after
+    /// them.
+    pub fn start(
+        store: Arc<Store>,
+        resource: ResourceId,
+        also: &[ResourceId],
+    ) -> (Vec<Arc<StoredObject>>, Self) {
+        let resources: Box<[ResourceId]> = std::iter::once(resource).chain(also.iter().copied()).collect();
+        let (objects, seen, rx) = store.snapshot_and_watch(resource, None, Interest::resources(&resources));
+        (objects, Self { store, resource, resources, seen, rx })
     }
 
     pub async fn recv(&mut self) -> Result<Arc<Change>, RecvError> {
@@ -45,8 +52,8 @@ impl Following {
                 follower.on_change(&change);
                 true
             }
-            Err(RecvError::Lagged(_)) => {
-                self.rx = catch_up(follower, &self.store, self.resource, &mut self.seen);
+            Err(RecvError::Lagged) => {
+                self.rx = catch_up(follower, &self.store, self.resource, &self.resources, &mut self.seen);
                 true
             }
             Err(RecvError::Closed) => false,
@@ -62,9 +69,10 @@ fn catch_up(
     follower: &mut impl Follower,
     store: &Store,
     resource: ResourceId,
+    resources: &[ResourceId],
     seen: &mut u64,
 ) -> ChangeReceiver {
-    match store.watch_from(*seen) {
+    match store.watch_from(Interest::resources(resources), *seen) {
         Ok((missed, rx)) => {
             for change in missed {
                 *seen = change.rv;
@@ -73,7 +81,7 @@ fn catch_up(
             rx
         }
         Err(_) => {
-            let (objects, rv, rx) = store.snapshot_and_watch(resource, None);
+            let (objects, rv, rx) = store.snapshot_and_watch(resource, None, Interest::resources(resources));
             *seen = rv;
             follower.relist(objects);
             rx
@@ -84,11 +92,10 @@ fn catch_up(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tokio::sync::broadcast::error::TryRecvError;
 
     use super::*;
     use crate::resources::ResourceKey;
-    use crate::store::{HistoryConfig, Prepared, RV_PLACEHOLDER};
+    use crate::store::{HistoryConfig, Prepared, RV_PLACEHOLDER, TryRecvError};
 
     #[derive(Default)]
     struct Seen {
@@ -118,7 +125,7 @@ mod tests {
         loop {
             let received = match following.rx.try_recv() {
                 Ok(change) => Ok(change),
-                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Lagged) => Err(RecvError::Lagged),
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
             };
             assert!(following.handle(follower, received));
@@ -136,7 +143,7 @@ mod tests {
     #[test]
     fn a_follower_that_fell_behind_gets_every_change_missed_once_and_in_order_without_a_relist() {
         let (store, resource) = small_store();
-        let (_, mut following) = Following::start(store.clone(), resource);
+        let (_, mut following) = Following::start(store.clone(), resource, &[]);
         let written: Vec<u64> = (0..20).map(|i| create(&store, resource, &format!("o{i}"))).collect();
         let mut follower = Seen::default();
         follow(&mut follower, &mut following);
@@ -148,7 +155,7 @@ mod tests {
     #[test]
     fn a_follower_whose_missed_changes_left_the_history_relists() {
         let (store, resource) = small_store();
-        let (_, mut following) = Following::start(store.clone(), resource);
+        let (_, mut following) = Following::start(store.clone(), resource, &[]);
         for i in 0..10 {
             create(&store, resource, &format!("o{i}"));
         }

@@ -111,7 +111,8 @@ impl Kubelet {
 
     /// Runs forever, reacting to pod changes and timers.
     pub async fn run(mut self) {
-        let (pods, mut following) = Following::start(self.api.store().clone(), self.pods.rid);
+        let (pods, mut following) =
+            Following::start(self.api.store().clone(), self.pods.rid, &[self.node_rid]);
         for p in pods {
             self.on_pod(&p);
         }
@@ -123,7 +124,9 @@ impl Kubelet {
                     return;
                 },
                 _ = sleep_until(next) => self.fire_due(),
-                _ = recheck.tick(), if !self.unconfirmed.is_empty() && self.nodes.confirms_deletions() => {
+                // Whether the node confirms deletions again is asked at each tick: nothing else
+                // wakes this loop when it changes.
+                _ = recheck.tick(), if !self.unconfirmed.is_empty() => if self.nodes.confirms_deletions() {
                     for (ns, name) in std::mem::take(&mut self.unconfirmed) {
                         if let Some(p) = self.api.store().get(self.pods.rid, &ns, &name) {
                             self.on_pod(&p);

@@ -7,6 +7,7 @@ pub mod container_log;
 pub mod crd_status;
 pub mod disruption;
 pub mod event_recorder;
+pub mod event_ttl;
 pub mod follow;
 pub mod kubelet;
 pub mod namespace_conditions;

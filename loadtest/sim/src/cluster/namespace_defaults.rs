@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tokio::sync::broadcast;
 
 use crate::apiserver::{ApiError, ApiServer, Target, WriteOptions, meta};
-use crate::store::{Change, ChangeKind};
+use crate::store::{Change, ChangeKind, Interest, RecvError};
 
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -72,20 +71,24 @@ fn log(result: Result<(), ApiError>) {
 /// Runs until the store's change stream closes.
 pub async fn run(api: Arc<ApiServer>) {
     let t = Targets::of(&api);
-    let (namespaces, _, mut rx) = api.store().snapshot_and_watch(t.namespaces.rid, None);
+    let (namespaces, _, mut rx) = api.store().snapshot_and_watch(
+        t.namespaces.rid,
+        None,
+        Interest::resources(&[t.namespaces.rid, t.service_accounts.rid, t.config_maps.rid]),
+    );
     for ns in namespaces {
         ensure_with(&api, &t, &ns.name);
     }
     loop {
         match rx.recv().await {
             Ok(change) => on_change(&api, &t, &change),
-            Err(broadcast::error::RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged) => {
                 let (all, _) = api.store().list(t.namespaces.rid, None);
                 for ns in all {
                     ensure_with(&api, &t, &ns.name);
                 }
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(RecvError::Closed) => return,
         }
     }
 }

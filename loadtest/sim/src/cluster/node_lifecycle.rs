@@ -7,13 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 use super::event_recorder::{self, Note, Regarding};
 use super::taints::{NOT_READY_TAINT, UNREACHABLE_TAINT, UNSCHEDULABLE_TAINT};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
-use crate::store::{Change, ChangeKind, StoredObject};
+use crate::store::{Change, ChangeKind, Interest, RecvError, StoredObject};
 
 const COMPONENT: &str = "node-controller";
 
@@ -96,20 +95,21 @@ impl NodeLifecycle {
     }
 
     pub async fn run(mut self) {
-        let (nodes, _, mut rx) = self.api.store().snapshot_and_watch(self.nodes.rid, None);
+        let (nodes, _, mut rx) =
+            self.api.store().snapshot_and_watch(self.nodes.rid, None, Interest::resource(self.nodes.rid));
         for n in nodes {
             self.on_node(&n);
         }
         loop {
             match rx.recv().await {
                 Ok(change) => self.on_change(&change),
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                Err(RecvError::Lagged) => {
                     let (nodes, _) = self.api.store().list(self.nodes.rid, None);
                     for n in nodes {
                         self.on_node(&n);
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Err(RecvError::Closed) => return,
             }
         }
     }

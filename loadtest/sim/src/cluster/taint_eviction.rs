@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::event_recorder::{self, Note, Regarding};
@@ -18,7 +17,7 @@ use super::taints::{self, Taint, Toleration};
 use crate::apiserver::eviction::set_disruption_target;
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
-use crate::store::{Change, ChangeKind};
+use crate::store::{Change, ChangeKind, Interest, RecvError};
 
 pub const CONTROLLER: &str = "taint-eviction-controller";
 pub const REASON: &str = "DeletionByTaintManager";
@@ -61,7 +60,11 @@ impl TaintEviction {
     }
 
     pub async fn run(mut self) {
-        let (nodes, _, mut rx) = self.api.store().snapshot_and_watch(self.nodes.rid, None);
+        let (nodes, _, mut rx) = self.api.store().snapshot_and_watch(
+            self.nodes.rid,
+            None,
+            Interest::resources(&[self.nodes.rid, self.pods.rid]),
+        );
         for n in nodes {
             self.on_node(&n.name, Some(&n.value()));
         }
@@ -70,8 +73,8 @@ impl TaintEviction {
             tokio::select! {
                 received = rx.recv() => match received {
                     Ok(change) => self.on_change(&change),
-                    Err(broadcast::error::RecvError::Lagged(_)) => self.resync(),
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(RecvError::Lagged) => self.resync(),
+                    Err(RecvError::Closed) => return,
                 },
                 _ = sleep_until(next) => self.fire_due(),
             }

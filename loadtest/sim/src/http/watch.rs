@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use super::Shared;
 use super::list::Filter;
 use super::query::Query;
 use crate::apiserver::{ApiError, Target, View};
 use crate::kubectl::{self, IncludeObject};
-use crate::store::{Change, ChangeKind, StoredObject, watch_line};
+use crate::store::{
+    Change, ChangeKind, ChangeReceiver, Interest, RecvError, StoredObject, TryRecvError, watch_line,
+};
 
 /// Where the stream starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +40,14 @@ pub struct WatchRequest {
 }
 
 impl WatchRequest {
+    /// The changes that could concern this watch: its resource, namespace and shards. Its
+    /// label and field selectors, which an update may enter or leave, are applied per change.
+    fn interest(&self) -> Interest {
+        Interest::resource(self.target.rid)
+            .in_namespace(self.filter.namespace.as_deref())
+            .in_shards(self.filter.shard.clone())
+    }
+
     pub fn from_query(
         target: Target,
         filter: Filter,
@@ -96,14 +106,15 @@ pub fn start(shared: Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<By
     let store = shared.api.store().clone();
     let (initial, from_rv, rx) = match req.start {
         Start::Current | Start::InitialEvents => {
-            let (objects, rv, rx) = store.snapshot_and_watch(req.target.rid, req.filter.namespace.as_deref());
+            let (objects, rv, rx) =
+                store.snapshot_and_watch(req.target.rid, req.filter.namespace.as_deref(), req.interest());
             (Initial::Objects(objects), rv, rx)
         }
         Start::After(rv) => {
             if rv > store.current_rv() {
                 return Err(ApiError::too_large_resource_version(rv, store.current_rv()));
             }
-            match store.watch_from(rv) {
+            match store.watch_from(req.interest(), rv) {
                 Ok((backlog, rx)) => (Initial::Backlog(backlog), rv, rx),
                 Err(expired) => {
                     // Upstream answers 200 with one ERROR event, never a 410 status (kube-rs#1042).
@@ -134,7 +145,8 @@ struct Watcher {
     shared: Arc<Shared>,
     req: WatchRequest,
     tx: mpsc::Sender<Bytes>,
-    /// The latest version this watcher has passed, matching or not: what bookmarks carry.
+    /// The latest version this watcher has passed, matching its selectors or not: what
+    /// bookmarks carry.
     last_rv: u64,
     sent: u64,
     wrote_columns: bool,
@@ -149,7 +161,7 @@ enum End {
 const BATCH_BYTES: usize = 64 * 1024;
 
 impl Watcher {
-    async fn run(&mut self, initial: Initial, mut rx: broadcast::Receiver<Arc<Change>>) {
+    async fn run(&mut self, initial: Initial, mut rx: ChangeReceiver) {
         let faults = self.shared.faults.watch();
         let deadline = tokio::time::Instant::now()
             + match faults.drop_after_seconds {
@@ -195,18 +207,18 @@ impl Watcher {
                 return;
             }
             let step = tokio::select! {
-                received = rx.recv() => self.on_receive(received, &mut rx, &mut buf),
+                received = rx.recv() => self.on_receive(received, &mut rx, &mut buf, true),
                 _ = bookmark_tick.tick() => {
                     if self.req.bookmarks {
-                        let line = self.bookmark(false);
-                        buf.extend_from_slice(&line);
+                        self.push_bookmark(&mut rx, &mut buf)
+                    } else {
+                        Ok(())
                     }
-                    Ok(())
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     if self.req.bookmarks && !dropped_by_fault {
-                        let line = self.bookmark(false);
-                        buf.extend_from_slice(&line);
+                        // Ending either way: a closed store only leaves the bookmark out.
+                        let _ = self.push_bookmark(&mut rx, &mut buf);
                     }
                     let _ = self.flush(&mut buf).await;
                     return;
@@ -232,23 +244,46 @@ impl Watcher {
         faults.drop_after_events.is_some_and(|n| self.sent >= n)
     }
 
+    /// A bookmark at the store's current version. The store hands this watch only the changes
+    /// that could concern it, so the version it passed may be far behind; the changes up to
+    /// the current one are queued by the time it is read (both happen under the store's lock),
+    /// and are sent before the bookmark that passes them.
+    fn push_bookmark(&mut self, rx: &mut ChangeReceiver, buf: &mut BytesMut) -> Result<(), End> {
+        let now = self.shared.api.store().current_rv();
+        loop {
+            let received = match rx.try_recv() {
+                Ok(change) => Ok(change),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Lagged) => Err(RecvError::Lagged),
+                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            };
+            self.on_receive(received, rx, buf, false)?;
+        }
+        self.last_rv = self.last_rv.max(now);
+        let line = self.bookmark(false);
+        buf.extend_from_slice(&line);
+        Ok(())
+    }
+
+    /// Handles what was received, and, with `batch`, what else is queued up to a batch.
     fn on_receive(
         &mut self,
-        received: Result<Arc<Change>, broadcast::error::RecvError>,
-        rx: &mut broadcast::Receiver<Arc<Change>>,
+        received: Result<Arc<Change>, RecvError>,
+        rx: &mut ChangeReceiver,
         buf: &mut BytesMut,
+        batch: bool,
     ) -> Result<(), End> {
         let mut next = Some(received);
         while let Some(r) = next.take() {
             match r {
                 Ok(change) => self.push_change(buf, &change),
-                Err(broadcast::error::RecvError::Closed) => return Err(End::Done),
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // Fell behind the broadcast: catch up from history, or end like upstream
+                Err(RecvError::Closed) => return Err(End::Done),
+                Err(RecvError::Lagged) => {
+                    // Fell behind the store: catch up from history, or end like upstream
                     // ends a watcher whose history is gone. The history and the new receiver
                     // come from one moment under the store's lock: a change between the two
                     // would reach neither.
-                    match self.shared.api.store().watch_from(self.last_rv) {
+                    match self.shared.api.store().watch_from(self.req.interest(), self.last_rv) {
                         Ok((changes, receiver)) => {
                             for c in &changes {
                                 self.push_change(buf, c);
@@ -262,12 +297,10 @@ impl Watcher {
                     }
                 }
             }
-            if buf.len() < BATCH_BYTES {
+            if batch && buf.len() < BATCH_BYTES {
                 match rx.try_recv() {
                     Ok(c) => next = Some(Ok(c)),
-                    Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                        next = Some(Err(broadcast::error::RecvError::Lagged(n)))
-                    }
+                    Err(TryRecvError::Lagged) => next = Some(Err(RecvError::Lagged)),
                     Err(_) => {}
                 }
             }
@@ -280,9 +313,6 @@ impl Watcher {
             return;
         }
         self.last_rv = c.rv;
-        if c.object.resource != self.req.target.rid {
-            return;
-        }
         let now = self.req.filter.matches(&c.object);
         let before = c.prev.as_ref().is_some_and(|p| self.req.filter.matches(p));
         let kind = match (c.kind, before, now) {

@@ -73,7 +73,8 @@ impl Scheduler {
 
     /// Runs forever, reacting to pod and node changes.
     pub async fn run(mut self) {
-        let (pods, mut following) = Following::start(self.api.store().clone(), self.pods.rid);
+        let (pods, mut following) =
+            Following::start(self.api.store().clone(), self.pods.rid, &[self.node_rid]);
         self.resync_nodes();
         for p in pods {
             self.on_pod(&p);
