@@ -7,9 +7,10 @@ use std::hash::BuildHasher;
 
 use hashbrown::DefaultHashBuilder;
 use hashbrown::HashTable;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 
 use super::core::{NodeView, OUT_OF_SERVICE_TAINT, PodView, Uid};
+use super::pod_facts::PodFacts;
 
 /// Pod phases, one byte each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,14 +135,13 @@ impl PodCache {
             .copied()
     }
 
-    pub fn apply(&mut self, pod: &Pod) {
+    pub fn apply(&mut self, pod: &PodFacts) {
         let (Some(namespace), Some(name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref())
         else {
             return;
         };
-        let status = pod.status.as_ref();
         let namespace = self.strings.id(namespace);
-        let node = match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty()) {
+        let node = match pod.node_name.as_deref().filter(|n| !n.is_empty()) {
             Some(n) => self.strings.id(n),
             None => 0,
         };
@@ -151,7 +151,7 @@ impl PodCache {
         if pod.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
             flags |= HAS_FINALIZERS;
         }
-        if status.and_then(|s| s.reason.as_deref()) == Some("Evicted") {
+        if pod.reason.as_deref() == Some("Evicted") {
             flags |= EVICTED;
         }
         let fields = Record {
@@ -163,7 +163,7 @@ impl PodCache {
             created: pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
             // A deletion timestamp at the epoch itself still marks the pod as being deleted.
             deleted: pod.metadata.deletion_timestamp.as_ref().map_or(0, |t| t.0.as_second().max(1)),
-            phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
+            phase: Phase::parse(pod.phase.as_deref()),
             flags,
         };
         let slot = match self.find(namespace, name) {
@@ -207,7 +207,7 @@ impl PodCache {
         }
     }
 
-    pub fn delete(&mut self, pod: &Pod) {
+    pub fn delete(&mut self, pod: &PodFacts) {
         let (Some(namespace), Some(name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref())
         else {
             return;
@@ -317,7 +317,7 @@ impl NodeCache {
 mod tests {
     use super::*;
 
-    fn pod(json: serde_json::Value) -> Pod {
+    fn pod(json: serde_json::Value) -> PodFacts {
         serde_json::from_value(json).expect("pod")
     }
 
@@ -345,7 +345,7 @@ mod tests {
         assert_eq!(cache.len(), 1);
     }
 
-    fn simple(namespace: &str, name: &str, uid: &str, phase: &str) -> Pod {
+    fn simple(namespace: &str, name: &str, uid: &str, phase: &str) -> PodFacts {
         pod(serde_json::json!({
             "metadata": {"namespace": namespace, "name": name, "uid": uid},
             "spec": {"containers": []},

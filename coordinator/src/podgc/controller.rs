@@ -21,6 +21,7 @@ use super::core::{
     self, DEFAULT_TERMINATED_POD_THRESHOLD, Deletion, GC_CHECK_PERIOD, ORPHAN_CONDITION_MESSAGE,
     ORPHAN_CONDITION_REASON, QUARANTINE_TIME, Quarantine,
 };
+use super::pod_facts::PodFacts;
 use crate::leader::Leadership;
 
 /// PodGC's settings, with kube-controller-manager's defaults.
@@ -252,11 +253,11 @@ trait WatchedCache: Default + Send + 'static {
 }
 
 impl WatchedCache for PodCache {
-    type Object = Pod;
-    fn apply(&mut self, pod: &Pod) {
+    type Object = PodFacts;
+    fn apply(&mut self, pod: &PodFacts) {
         PodCache::apply(self, pod);
     }
-    fn delete(&mut self, pod: &Pod) {
+    fn delete(&mut self, pod: &PodFacts) {
         PodCache::delete(self, pod);
     }
 }
@@ -271,7 +272,7 @@ impl WatchedCache for NodeCache {
     }
 }
 
-async fn watch_pods(api: Api<Pod>, caches: Arc<Mutex<Caches>>) {
+async fn watch_pods(api: Api<PodFacts>, caches: Arc<Mutex<Caches>>) {
     // A streaming list: no whole LIST body is ever held.
     let config = watcher::Config::default().streaming_lists();
     watch_into(api, config, caches, |c| (&mut c.pods, &mut c.pods_synced)).await;

@@ -5,3 +5,4 @@
 pub mod cache;
 pub mod controller;
 pub mod core;
+pub mod pod_facts;

@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod logs;
 pub mod objects;
 pub mod outcome;
+pub mod pod_summary;
 pub mod podgc;
 pub mod tenure;
 

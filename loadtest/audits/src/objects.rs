@@ -11,13 +11,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 
 use crate::Outcome;
 use crate::cron::CronClock;
+use crate::pod_summary::PodSummary;
 
 /// How a Job finished, by its condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +110,7 @@ impl ObjectsSeen {
     }
 
     /// A pod added or changed.
-    pub fn apply_pod(&mut self, pod: &Pod, seen: Timestamp) {
+    pub fn apply_pod(&mut self, pod: &PodSummary, seen: Timestamp) {
         let Some(uid) = pod.metadata.uid.clone() else { return };
         let Some(owner) = pod.metadata.owner_references.iter().flatten().find(|o| o.kind == "Job") else {
             return;
@@ -132,7 +132,7 @@ impl ObjectsSeen {
                 record.newest_pod = Some((created, name));
             }
         }
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+        let phase = pod.phase.as_deref().unwrap_or("Pending");
         // Upstream's active pods: not finished and not terminating.
         let done = phase == "Succeeded" || phase == "Failed";
         let active = pod.metadata.deletion_timestamp.is_none() && !done;
@@ -144,7 +144,7 @@ impl ObjectsSeen {
     }
 
     /// A pod deleted.
-    pub fn delete_pod(&mut self, pod: &Pod) {
+    pub fn delete_pod(&mut self, pod: &PodSummary) {
         let Some(uid) = pod.metadata.uid.clone() else { return };
         if let Some(state) = self.pods.get(&uid).cloned() {
             self.set_active(uid.clone(), state.job, false);
@@ -152,7 +152,7 @@ impl ObjectsSeen {
         self.pods.remove(&uid);
     }
 
-    fn on_pod(&mut self, event: watcher::Event<Pod>) {
+    fn on_pod(&mut self, event: watcher::Event<PodSummary>) {
         match event {
             watcher::Event::Apply(p) | watcher::Event::InitApply(p) => self.apply_pod(&p, Timestamp::now()),
             watcher::Event::Delete(p) => self.delete_pod(&p),
@@ -304,7 +304,7 @@ impl ObjectWatch {
             None => watcher::Config::default(),
         };
         let tasks = vec![
-            watch(Api::<Pod>::all(client.clone()), config.clone(), seen.clone(), ObjectsSeen::on_pod),
+            watch(Api::<PodSummary>::all(client.clone()), config.clone(), seen.clone(), ObjectsSeen::on_pod),
             watch(Api::<Job>::all(client.clone()), config, seen.clone(), ObjectsSeen::on_job),
         ];
         let watch = Self { seen, tasks };
@@ -410,7 +410,7 @@ mod tests {
         .expect("job")
     }
 
-    fn pod(uid: &str, job: &str, phase: &str, created: &str) -> Pod {
+    fn pod(uid: &str, job: &str, phase: &str, created: &str) -> PodSummary {
         serde_json::from_value(json!({
             "metadata": {"name": format!("pod-{uid}"), "namespace": "ns", "uid": uid, "creationTimestamp": created,
                          "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": format!("job-{job}"), "uid": job}]},

@@ -13,6 +13,7 @@ use batchfleet_coordinator::leader::{self, ElectionTiming};
 use batchfleet_coordinator::podgc::cache::{NodeCache, PodCache};
 use batchfleet_coordinator::podgc::controller::{self, PodGcConfig, PodGcMetrics};
 use batchfleet_coordinator::podgc::core::{self, QUARANTINE_TIME, Quarantine};
+use batchfleet_coordinator::podgc::pod_facts::PodFacts;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
 use batchfleet_sim::{SimCluster, SimConfig};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -82,7 +83,7 @@ pub async fn run(args: BenchPodgcArgs) -> anyhow::Result<()> {
     let mut cache = PodCache::default();
     let fill = Instant::now();
     for i in 0..args.pods {
-        cache.apply(&pod(i, &args));
+        cache.apply(&PodFacts::from(&pod(i, &args)));
         if (i + 1).is_multiple_of(100_000) {
             eprintln!("bench-podgc: {} pods cached", i + 1);
         }

@@ -6,7 +6,7 @@
 //! however many watchers receive it.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use crate::resources::ResourceKey;
@@ -161,25 +161,24 @@ pub struct Change {
     pub object: Arc<StoredObject>,
     pub prev: Option<Arc<StoredObject>>,
     pub at: Instant,
-    line: OnceLock<Bytes>,
-}
-
-impl Change {
-    /// The watch line `{"type":…,"object":…}\n`, rendered once for all watchers.
-    pub fn line(&self) -> &Bytes {
-        self.line.get_or_init(|| watch_line(self.kind.as_str(), &self.object.bytes))
-    }
 }
 
 /// `{"type":"<kind>","object":<object>}\n`.
 pub fn watch_line(kind: &str, object: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(object.len() + 32);
-    out.extend_from_slice(br#"{"type":""#);
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(br#"","object":"#);
-    out.extend_from_slice(object);
-    out.extend_from_slice(b"}\n");
+    write_watch_line(&mut out, kind, object);
     Bytes::from(out)
+}
+
+/// [`watch_line`], written into `out`: a watch writes each event straight into its buffer, as
+/// the store hands a change to the few watches it concerns (a line rendered once and kept with
+/// the change was a copy of every object version, held as long as the history).
+pub fn write_watch_line(out: &mut impl bytes::BufMut, kind: &str, object: &[u8]) {
+    out.put_slice(br#"{"type":""#);
+    out.put_slice(kind.as_bytes());
+    out.put_slice(br#"","object":"#);
+    out.put_slice(object);
+    out.put_slice(b"}\n");
 }
 
 /// What a write expects of the stored version.
@@ -448,7 +447,7 @@ impl Store {
         prev: Option<Arc<StoredObject>>,
     ) {
         let now = Instant::now();
-        let change = Arc::new(Change { rv: object.rv, kind, object, prev, at: now, line: OnceLock::new() });
+        let change = Arc::new(Change { rv: object.rv, kind, object, prev, at: now });
         inner.dispatch.publish(&change);
         inner.history.push_back(change);
         trim_history(inner, now);

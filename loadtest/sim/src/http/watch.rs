@@ -16,6 +16,7 @@ use crate::apiserver::{ApiError, Target, View};
 use crate::kubectl::{self, IncludeObject};
 use crate::store::{
     Change, ChangeKind, ChangeReceiver, Interest, RecvError, StoredObject, TryRecvError, watch_line,
+    write_watch_line,
 };
 
 /// Where the stream starts.
@@ -128,8 +129,15 @@ pub fn start(shared: Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<By
     let (tx, out) = mpsc::channel(64);
     shared.counters.watch_opened();
     tokio::spawn(async move {
-        let mut w =
-            Watcher { shared: shared.clone(), req, tx, last_rv: from_rv, sent: 0, wrote_columns: false };
+        let mut w = Watcher {
+            shared: shared.clone(),
+            req,
+            tx,
+            last_rv: from_rv,
+            sent: 0,
+            unflushed_lines: 0,
+            wrote_columns: false,
+        };
         w.run(initial, rx).await;
         shared.counters.watch_closed();
     });
@@ -149,6 +157,9 @@ struct Watcher {
     /// bookmarks carry.
     last_rv: u64,
     sent: u64,
+    /// Lines (events, bookmarks, errors) in the buffer since the last flush, for the counters:
+    /// counting the newlines of every flushed chunk read every byte sent a second time.
+    unflushed_lines: u64,
     wrote_columns: bool,
 }
 
@@ -187,7 +198,7 @@ impl Watcher {
                 }
                 if self.req.start == Start::InitialEvents {
                     let line = self.bookmark(true);
-                    buf.extend_from_slice(&line);
+                    self.push_line(&mut buf, &line);
                 }
             }
             Initial::Backlog(changes) => {
@@ -261,7 +272,7 @@ impl Watcher {
         }
         self.last_rv = self.last_rv.max(now);
         let line = self.bookmark(false);
-        buf.extend_from_slice(&line);
+        self.push_line(buf, &line);
         Ok(())
     }
 
@@ -291,7 +302,7 @@ impl Watcher {
                             *rx = receiver;
                         }
                         Err(expired) => {
-                            buf.extend_from_slice(&error_line(&expired.to_string()));
+                            self.push_line(buf, &error_line(&expired.to_string()));
                             return Err(End::Done);
                         }
                     }
@@ -325,7 +336,8 @@ impl Watcher {
         };
         let plain = self.req.target.view == View::Native && self.req.table.is_none();
         if plain && kind == c.kind {
-            buf.extend_from_slice(c.line());
+            write_watch_line(buf, c.kind.as_str(), &c.object.bytes);
+            self.unflushed_lines += 1;
             self.sent += 1;
             return;
         }
@@ -343,7 +355,8 @@ impl Watcher {
 
     fn push_object(&mut self, buf: &mut BytesMut, kind: &str, o: &StoredObject) {
         if self.req.target.view == View::Native && self.req.table.is_none() {
-            buf.extend_from_slice(&watch_line(kind, &o.bytes));
+            write_watch_line(buf, kind, &o.bytes);
+            self.unflushed_lines += 1;
             self.sent += 1;
         } else {
             let v = self.shared.api.view_value(&self.req.target, o);
@@ -370,8 +383,14 @@ impl Watcher {
             );
         }
         let bytes = serde_json::to_vec(&v).unwrap_or_default();
-        buf.extend_from_slice(&watch_line(kind, &bytes));
+        self.push_line(buf, &watch_line(kind, &bytes));
         self.sent += 1;
+    }
+
+    /// One line of the stream, `\n`-terminated.
+    fn push_line(&mut self, buf: &mut BytesMut, line: &[u8]) {
+        buf.extend_from_slice(line);
+        self.unflushed_lines += 1;
     }
 
     fn bookmark(&self, initial_events_end: bool) -> Bytes {
@@ -392,7 +411,7 @@ impl Watcher {
         if let Some(ms) = self.shared.faults.watch().delay_ms.filter(|ms| *ms > 0) {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         }
-        let lines = buf.iter().filter(|b| **b == b'\n').count() as u64;
+        let lines = std::mem::take(&mut self.unflushed_lines);
         let chunk = buf.split().freeze();
         self.tx.send(chunk).await.map_err(|_| End::ClientGone)?;
         self.shared.counters.events_sent(lines);

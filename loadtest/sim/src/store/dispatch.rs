@@ -200,7 +200,6 @@ impl ChangeReceiver {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::OnceLock;
     use std::time::Instant;
 
     use super::super::ChangeKind;
@@ -221,14 +220,7 @@ mod tests {
             uid_hash: 0,
             bytes: bytes::Bytes::new(),
         });
-        Arc::new(Change {
-            rv,
-            kind: ChangeKind::Added,
-            object,
-            prev: None,
-            at: Instant::now(),
-            line: OnceLock::new(),
-        })
+        Arc::new(Change { rv, kind: ChangeKind::Added, object, prev: None, at: Instant::now() })
     }
 
     fn drain(rx: &mut ChangeReceiver) -> (Vec<u64>, TryRecvError) {
