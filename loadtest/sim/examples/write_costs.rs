@@ -128,9 +128,20 @@ fn main() {
     time("patch: the patched pod checked (check_patched)", |i| {
         let mut v = live[i].clone();
         std::hint::black_box(
-            decode::check_patched(&pods.rt, &mut v, Vec::new(), |_| String::new(), FieldValidation::Warn)
-                .ok(),
+            decode::check_patched(
+                &pods.rt,
+                &mut v,
+                Vec::new(),
+                |_| String::new(),
+                FieldValidation::Warn,
+                true,
+            )
+            .ok(),
         );
+    });
+    let label_patch = json!({"metadata": {"labels": {"bench/updated": "true"}}});
+    time("patch: the patch checked instead (patch_leaves_nothing_to_drop)", |_| {
+        std::hint::black_box(decode::patch_leaves_nothing_to_drop(&pods.rt, &label_patch));
     });
     time("patch: the typed round trip alone", |i| {
         std::hint::black_box(

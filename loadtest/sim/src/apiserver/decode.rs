@@ -114,9 +114,28 @@ pub fn patch_body_issues(body: &[u8], json_patch: bool) -> Vec<String> {
     out
 }
 
+/// Whether a merge or strategic merge `patch` leaves its result nothing to drop: every member
+/// it sets is a field of the kind, of the field's type, and neither empty nor null. Its result
+/// then holds only the live object's members (already as the typed decode keeps them) and the
+/// patch's own, each at the same path, so walking the whole result again finds nothing; a null
+/// (a deletion can empty a map, which Go omits), a directive or anything unsure says no, and the
+/// result is walked. Walking the patch costs a fraction of walking a pod.
+pub fn patch_leaves_nothing_to_drop(rt: &ResourceType, patch: &Value) -> bool {
+    fn has_null(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Object(m) => m.values().any(has_null),
+            Value::Array(items) => items.iter().any(has_null),
+            _ => false,
+        }
+    }
+    patch.is_object() && !has_null(patch) && fields::kept_as_is(patch, &rt.api_version(), &rt.kind)
+}
+
 /// The patched object of a JSON, merge or strategic merge patch: drops what the typed decode
 /// drops and decides on the patch's issues plus the unknown fields of the result (sorted, as the
-/// apiserver re-encodes the document). Strict answers 422 on the field `patch` whose value is
+/// apiserver re-encodes the document). Without `walk` (the patch left nothing to drop: see
+/// [`patch_leaves_nothing_to_drop`]) it decides on the patch's issues alone. Strict answers 422 on the field `patch` whose value is
 /// `patch_text` (the patched JSON, or for a strategic merge patch Go's `%+v` of the patch).
 pub fn check_patched(
     rt: &ResourceType,
@@ -124,11 +143,13 @@ pub fn check_patched(
     mut issues: Vec<String>,
     patch_text: impl FnOnce(&Value) -> String,
     validation: FieldValidation,
+    walk: bool,
 ) -> Result<Vec<String>, ApiError> {
     let original = (validation == FieldValidation::Strict).then(|| patched.clone());
     // A result that does not decode is left as it was (the sim is lenient there): prune_unknown
     // changes nothing when the typed decode fails.
-    if fill_type(rt, patched)
+    if walk
+        && fill_type(rt, patched)
         && let Some(Ok(dropped)) = fields::prune_unknown(patched, Order::Sorted)
     {
         issues.extend(dropped.unknown.iter().map(|p| fields::unknown_field(p)));
@@ -230,6 +251,61 @@ fn smd_path(applied: &Value, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whenever a merge or strategic merge patch is said to leave nothing to drop, walking its
+    /// result (what the shortcut skips) drops nothing and reports nothing; the patches it must
+    /// refuse are refused.
+    #[test]
+    fn a_patch_said_to_leave_nothing_to_drop_leaves_nothing_for_the_walk() {
+        let registry = crate::resources::Registry::default();
+        let pods = registry.find("", "v1", "pods").expect("pods served");
+        let live = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "a"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "command": ["true"]}]},
+            "status": {"phase": "Running"}
+        });
+        let schema = crate::patch::SchemaKind::for_kind("v1", "Pod").expect("pod schema");
+        let cases = [
+            (json!({"metadata": {"labels": {"bench/updated": "true"}}}), true),
+            (json!({"metadata": {"annotations": {"a": "b"}, "finalizers": ["f"]}}), true),
+            (json!({"spec": {"containers": [{"name": "main", "image": "other"}]}}), true),
+            (json!({"spec": {"activeDeadlineSeconds": 5}}), true),
+            (json!({"metadata": {"labels": {"app": null}}}), false),
+            (json!({"metadata": {"labels": {}}}), false),
+            (json!({"metadata": {"finalizers": []}}), false),
+            (json!({"spec": {"bogus": 1}}), false),
+            (json!({"spec": {"containers": [{"name": "main", "bogus": 1}]}}), false),
+            (json!({"spec": {"activeDeadlineSeconds": "five"}}), false),
+            (json!({"$patch": "replace", "metadata": {"labels": {"x": "y"}}}), false),
+            (json!({"spec": {"$setElementOrder/containers": [{"name": "main"}]}}), false),
+            (json!([1]), false),
+        ];
+        for (patch, expected) in cases {
+            assert_eq!(patch_leaves_nothing_to_drop(&pods, &patch), expected, "{patch}");
+            if !expected {
+                continue;
+            }
+            let results = [
+                crate::patch::apply_merge_patch(&live, &patch),
+                crate::patch::apply_strategic_merge_patch(&live, &patch, &schema).expect("applies"),
+            ];
+            for result in results {
+                let mut walked = result.clone();
+                let issues = check_patched(
+                    &pods,
+                    &mut walked,
+                    Vec::new(),
+                    |_| String::new(),
+                    FieldValidation::Strict,
+                    true,
+                )
+                .expect("no issue");
+                assert!(issues.is_empty(), "{patch}: {issues:?}");
+                assert_eq!(walked, result, "{patch}: the walk changed the result");
+            }
+        }
+    }
 
     #[test]
     fn smd_paths_name_list_items_by_name() {

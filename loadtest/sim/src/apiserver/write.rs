@@ -394,6 +394,9 @@ impl ApiServer {
             (PatchType::Json, _) => decode::patch_body_issues(body, true),
             _ => decode::patch_body_issues(body, false),
         };
+        // Whether the patched object needs walking for what the typed decode drops.
+        let walk_result = !matches!(patch_type, PatchType::Merge | PatchType::StrategicMerge)
+            || !patch_value.as_ref().is_some_and(|p| decode::patch_leaves_nothing_to_drop(&target.rt, p));
         loop {
             let current = match self.store.get(target.rid, namespace, name) {
                 Some(c) => c,
@@ -470,6 +473,7 @@ impl ApiServer {
                         None => decode::sorted_json(original),
                     },
                     opts.field_validation,
+                    walk_result,
                 )?
             };
             // A patch conflicts only if it names a resourceVersion itself.

@@ -79,6 +79,13 @@ pub fn prune_unknown(obj: &mut Value, order: Order) -> Option<Result<Dropped, St
     Some(prune_typed(obj, order, (&api_version, &kind), round_trip))
 }
 
+/// Whether decoding `obj` into `kind`'s type and encoding it back keeps it as it is: every
+/// member known and of its field's type, none empty (`omitempty`); false when unsure. Members may
+/// be partial (a patch): only what is there is checked.
+pub fn kept_as_is(obj: &Value, api_version: &str, kind: &str) -> bool {
+    schema_check::clean_empties(obj, api_version, kind).is_some_and(|empties| empties.is_empty())
+}
+
 /// [`prune_unknown`] by the typed round trip alone: the reference the schema walk must agree with.
 fn prune_typed(
     obj: &mut Value,
