@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::apiserver::ApiServer;
+use crate::cluster::sleep_until;
 use crate::store::{Change, ChangeKind, Expect, Interest, RecvError, ResourceId, Store, StoredObject};
 
 /// kube-apiserver's default `--event-ttl`.
@@ -112,13 +113,6 @@ fn grant_all(store: &Store, events: ResourceId, leases: &mut EventLeases) -> cra
         leases.granted(now, o);
     }
     rx
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::nodes::Nodes;
 use super::pod_events::{self, EventRecorder, KubeletEvent, PodRef};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
+use crate::cluster::sleep_until;
 use crate::store::{Change, ChangeKind, StoredObject};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -578,13 +579,6 @@ impl Kubelet {
         };
         self.api.delete(&self.pods, &stored.namespace, &stored.name, &opts)?;
         Ok(())
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -18,3 +18,12 @@ pub mod pod_events;
 pub mod scheduler;
 pub mod taint_eviction;
 pub mod taints;
+
+/// Sleeps until `at`, or forever when there is nothing to wait for: the timer branch of the
+/// controllers' `select!` loops.
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -17,6 +17,7 @@ use super::taints::{self, Taint, Toleration};
 use crate::apiserver::eviction::set_disruption_target;
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, DeleteOptions, Subresource, Target};
+use crate::cluster::sleep_until;
 use crate::store::{Change, ChangeKind, Interest, RecvError};
 
 pub const CONTROLLER: &str = "taint-eviction-controller";
@@ -242,13 +243,6 @@ impl TaintEviction {
         })?;
         self.api.delete(&self.pods, &key.0, &key.1, &DeleteOptions::default())?;
         Ok(())
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

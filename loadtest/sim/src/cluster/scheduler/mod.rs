@@ -17,6 +17,7 @@ use super::event_recorder::{self, Note, Recorded, Regarding};
 use super::follow::{Follower, Following};
 use crate::apiserver::meta;
 use crate::apiserver::{ApiError, ApiServer, Subresource, Target};
+use crate::cluster::sleep_until;
 use crate::store::{Change, ChangeKind, ResourceId, StoredObject};
 use predicates::{NodeInfo, PodFacts, Rejection, Resources, Usage};
 
@@ -420,13 +421,6 @@ fn set_pod_scheduled(pod: &mut Value, status: &str, why: Option<(&str, &str)>, n
         None => list.push(condition),
     }
     true
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 impl Follower for Scheduler {
