@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use crate::resources::ResourceKey;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
+
+use crate::resources::ResourceKey;
 
 mod dispatch;
 

@@ -114,10 +114,8 @@ impl NodeLifecycle {
         }
     }
 
+    /// A node's change: the store hands this controller no other kind.
     fn on_change(&mut self, change: &Change) {
-        if change.object.resource != self.nodes.rid {
-            return;
-        }
         if change.kind == ChangeKind::Deleted {
             self.ready.remove(&*change.object.name);
             return;

@@ -336,9 +336,7 @@ impl Watcher {
         };
         let plain = self.req.target.view == View::Native && self.req.table.is_none();
         if plain && kind == c.kind {
-            write_watch_line(buf, c.kind.as_str(), &c.object.bytes);
-            self.unflushed_lines += 1;
-            self.sent += 1;
+            self.push_event(buf, c.kind.as_str(), &c.object.bytes);
             return;
         }
         if kind == ChangeKind::Deleted && c.kind == ChangeKind::Modified {
@@ -355,9 +353,7 @@ impl Watcher {
 
     fn push_object(&mut self, buf: &mut BytesMut, kind: &str, o: &StoredObject) {
         if self.req.target.view == View::Native && self.req.table.is_none() {
-            write_watch_line(buf, kind, &o.bytes);
-            self.unflushed_lines += 1;
-            self.sent += 1;
+            self.push_event(buf, kind, &o.bytes);
         } else {
             let v = self.shared.api.view_value(&self.req.target, o);
             self.push_value(buf, kind, v);
@@ -383,11 +379,17 @@ impl Watcher {
             );
         }
         let bytes = serde_json::to_vec(&v).unwrap_or_default();
-        self.push_line(buf, &watch_line(kind, &bytes));
+        self.push_event(buf, kind, &bytes);
+    }
+
+    /// One event of the stream, written straight into the buffer.
+    fn push_event(&mut self, buf: &mut BytesMut, kind: &str, object: &[u8]) {
+        write_watch_line(buf, kind, object);
+        self.unflushed_lines += 1;
         self.sent += 1;
     }
 
-    /// One line of the stream, `\n`-terminated.
+    /// One line of the stream (a bookmark, an error), `\n`-terminated.
     fn push_line(&mut self, buf: &mut BytesMut, line: &[u8]) {
         buf.extend_from_slice(line);
         self.unflushed_lines += 1;
