@@ -123,6 +123,37 @@ async fn bookmarks_and_timeouts() {
     assert!(bookmarks >= 1, "{events:?}");
 }
 
+/// A watch of a quiet kind passes the writes of other kinds by its bookmarks: the store hands it
+/// none of them, and its bookmark carries the store's version, so resuming from it does not
+/// replay (or outlive in history) what never concerned it.
+#[tokio::test]
+async fn a_quiet_watch_bookmarks_past_other_kinds_writes() {
+    use k8s_openapi::api::core::v1::Secret;
+    let sim = common::api_only().await;
+    let client = common::client(&sim);
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client, "default");
+    let rv = config_maps.list(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut written = 0u64;
+    for i in 0..3 {
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
+        let created = secrets.create(&PostParams::default(), &secret).await.unwrap();
+        written = created.metadata.resource_version.unwrap().parse().unwrap();
+    }
+    // The common sims send a bookmark a second; the watch ends at its timeout.
+    let wp = WatchParams { bookmarks: true, ..WatchParams::default() }.timeout(3);
+    let events: Vec<_> = config_maps.watch(&wp, &rv).await.unwrap().collect().await;
+    let bookmarked: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Ok(WatchEvent::Bookmark(b)) => b.metadata.resource_version.parse().ok(),
+            _ => None,
+        })
+        .collect();
+    assert!(bookmarked.iter().any(|rv| *rv >= written), "bookmarks {bookmarked:?}, last secret at {written}");
+    assert!(!events.iter().any(|e| matches!(e, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_)))), "{events:?}");
+}
+
 /// A streaming list (sendInitialEvents) gives the current objects, then the initial-events-end
 /// bookmark, then changes.
 #[tokio::test]
