@@ -151,7 +151,10 @@ async fn a_quiet_watch_bookmarks_past_other_kinds_writes() {
         })
         .collect();
     assert!(bookmarked.iter().any(|rv| *rv >= written), "bookmarks {bookmarked:?}, last secret at {written}");
-    assert!(!events.iter().any(|e| matches!(e, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_)))), "{events:?}");
+    assert!(
+        !events.iter().any(|e| matches!(e, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_)))),
+        "{events:?}"
+    );
 }
 
 /// A streaming list (sendInitialEvents) gives the current objects, then the initial-events-end
