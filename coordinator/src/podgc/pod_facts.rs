@@ -3,14 +3,14 @@
 //! conditions, managedFields, most of each event's bytes) was most of its CPU under load, for
 //! a projection that keeps a few fields. The rest of each pod is skipped unread.
 
-use std::borrow::Cow;
-
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::{Deserialize, Deserializer};
 
-/// What [`super::cache::PodCache`] reads of a pod; decodes from a whole pod.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What [`super::cache::PodCache`] reads of a pod; decodes from a whole pod. Its
+/// `kube::Resource` is the `Pod`'s, so kube's `Api` and watcher read pods into it.
+#[derive(Debug, Clone, Default, PartialEq, kube::Resource)]
+#[resource(inherit = Pod)]
 pub struct PodFacts {
     /// Namespace, name, uid, resourceVersion, creation and deletion times, finalizers.
     pub metadata: ObjectMeta,
@@ -20,30 +20,6 @@ pub struct PodFacts {
     pub phase: Option<String>,
     /// `status.reason`.
     pub reason: Option<String>,
-}
-
-impl kube::Resource for PodFacts {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        "Pod".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1".into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "pods".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
 }
 
 impl From<&Pod> for PodFacts {

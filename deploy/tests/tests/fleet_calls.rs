@@ -3,7 +3,8 @@
 //! - **RBAC**: every call `fleet-coordinator` and `fleet-worker` made (from the sim's audit log,
 //!   by User-Agent: verb, API group, resource, subresource, and whether it was in the fleet's
 //!   namespace) is allowed by the rules deploy/base binds to its ServiceAccount, and every rule
-//!   (group × resource × verb) was used by some call. A missing rule or an unused one fails.
+//!   (group × resource × verb) was used by some call or by an admission check a call meets (an
+//!   owner's `finalizers`). A missing rule or an unused one fails.
 //! - **Metrics**: every metric name in the Grafana dashboard's queries and in the PrometheusRule's
 //!   alert expressions is exported by a binary (a scrape of every process's `/metrics`).
 //!
@@ -113,6 +114,28 @@ fn roles_of(objects: &[Value], service_account: &str) -> (BTreeSet<Permission>, 
         out
     };
     (bound("ClusterRole"), bound("Role"))
+}
+
+/// The permissions the OwnerReferencesPermissionEnforcement admission plugin checks on the
+/// worker's creates: an owner reference with `blockOwnerDeletion` needs `update` on the owner's
+/// `finalizers` subresource. Every pod the worker creates is owned so by its Job, and every Job
+/// by its CronJob (pinned by the Job and CronJob cores' tests).
+fn owner_reference_checks(calls: &BTreeSet<Call>) -> Vec<Call> {
+    let owner_finalizers = |resource: &str| Call {
+        verb: "update".into(),
+        group: "batch".into(),
+        resource: format!("{resource}/finalizers"),
+        in_fleet_namespace: false,
+    };
+    calls
+        .iter()
+        .filter(|c| c.verb == "create" && !c.in_fleet_namespace)
+        .filter_map(|c| match (c.group.as_str(), c.resource.as_str()) {
+            ("", "pods") => Some(owner_finalizers("jobs")),
+            ("batch", "jobs") => Some(owner_finalizers("cronjobs")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Compares the calls of one binary with its rules; the failures.
@@ -523,6 +546,10 @@ async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job
             resource,
             in_fleet_namespace: object.namespace == NAMESPACE,
         });
+    }
+    if let Some(worker) = calls.get_mut("fleet-worker") {
+        let checks = owner_reference_checks(worker);
+        worker.extend(checks);
     }
     let objects = build(&kustomization(overlay));
     let mut failures = Vec::new();

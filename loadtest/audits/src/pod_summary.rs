@@ -3,41 +3,18 @@
 //! containers, conditions and managedFields) was 5% of the CPU of the process that also serves
 //! the sim during `loadtest run throughput`; the rest of a pod is skipped unread.
 
-use std::borrow::Cow;
-
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::{Deserialize, Deserializer};
 
-/// The fields of a pod the audits use; decodes from a whole pod.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The fields of a pod the audits use; decodes from a whole pod. Its `kube::Resource` is the
+/// `Pod`'s, so kube's `Api` and watcher read pods into it.
+#[derive(Debug, Clone, Default, PartialEq, kube::Resource)]
+#[resource(inherit = Pod)]
 pub struct PodSummary {
     pub metadata: ObjectMeta,
     /// `status.phase`.
     pub phase: Option<String>,
-}
-
-impl kube::Resource for PodSummary {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        "Pod".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1".into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "pods".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
 }
 
 #[derive(Deserialize)]
