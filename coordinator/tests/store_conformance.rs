@@ -159,6 +159,9 @@ async fn shard_map_writes_are_conditional_on_the_revision(
 
     let mut moved = read.clone();
     moved.shards.insert(0, ShardRecord { owner: Some("worker-2".into()), epoch: 2, moving_to: None });
+    // Pins and drains are the operator's, kept by the map through every store.
+    moved.pins.insert(1, "worker-2".into());
+    moved.draining.insert("worker-1".into());
     let second = b.store_shard_map(&moved, Some(&rev)).await.expect("update at the read revision");
     assert_ne!(second, first);
     let mut stale = read;

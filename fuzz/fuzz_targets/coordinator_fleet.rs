@@ -5,7 +5,6 @@
 //! message of the session service.
 #![no_main]
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use batchfleet_coordinator::fleet::state::{
@@ -130,7 +129,7 @@ fn run(input: Input) {
                 (shard, record)
             })
             .collect(),
-        pins: BTreeMap::new(),
+        ..ShardMapRecord::default()
     };
     let mut now = Instant::now();
     let mut state = FleetState::new(map, FleetConfig::default(), now);

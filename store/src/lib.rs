@@ -13,7 +13,7 @@ pub mod ids;
 pub mod kubernetes;
 pub mod observer;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
 
@@ -37,6 +37,10 @@ pub struct ShardMapRecord {
     /// Operator pins: shard → worker id.
     #[serde(default)]
     pub pins: BTreeMap<u32, String>,
+    /// Workers being drained (by an operator, or on their own SIGTERM): stored so that a new
+    /// leader goes on moving their shards off and gives them none, as the old one did.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub draining: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

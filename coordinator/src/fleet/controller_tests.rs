@@ -66,7 +66,7 @@ fn settled_map() -> ShardMapRecord {
         shards: (0..SHARDS)
             .map(|s| (s, ShardRecord { owner: Some(owner_of(s).into()), epoch: 1, moving_to: None }))
             .collect(),
-        pins: BTreeMap::new(),
+        ..ShardMapRecord::default()
     }
 }
 

@@ -160,7 +160,7 @@ pub struct FleetState {
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
     leading_since: Instant,
-    /// The map changed outside a step (pins) and must be stored.
+    /// The map changed outside a step (pins, drains) and must be stored.
     map_dirty: bool,
     /// Moves that ended since the controller last asked: how, and how long they took.
     finished: Vec<(&'static str, Duration)>,
@@ -197,7 +197,8 @@ impl ShardState {
 
 impl FleetState {
     /// The state a new leader starts from: the stored map. An interrupted move (`movingTo`) is
-    /// forgotten here; registrations tell what the workers involved actually hold.
+    /// forgotten here; registrations tell what the workers involved actually hold. Drains carry
+    /// on; a drained worker that stopped meanwhile loses its drain at the first step.
     pub fn new(mut map: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
         for record in map.shards.values_mut() {
             record.moving_to = None;
@@ -216,6 +217,7 @@ impl FleetState {
                 "the stored shard map names shards beyond its shard count; they are ignored"
             );
         }
+        let draining = map.draining.iter().map(|w| WorkerId(w.clone())).collect();
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
@@ -226,7 +228,7 @@ impl FleetState {
             map,
             config,
             moves: BTreeMap::new(),
-            draining: BTreeSet::new(),
+            draining,
             drain_told: BTreeSet::new(),
             registered: BTreeSet::new(),
             requested: Vec::new(),
@@ -285,12 +287,17 @@ impl FleetState {
         out
     }
 
+    /// Drains are part of the stored map; the next step stores it.
     pub fn set_draining(&mut self, worker: &WorkerId, draining: bool) {
-        if draining {
-            self.draining.insert(worker.clone());
+        let changed = if draining {
+            self.draining.insert(worker.clone())
         } else {
-            self.draining.remove(worker);
             self.drain_told.remove(worker);
+            self.draining.remove(worker)
+        };
+        if changed {
+            self.map.draining = self.draining.iter().map(|w| w.0.clone()).collect();
+            self.map_dirty = true;
         }
     }
 
@@ -372,7 +379,7 @@ impl FleetState {
 
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
         let now = input.now.unwrap_or_else(Instant::now);
-        let mut out = StepOutput { store: std::mem::take(&mut self.map_dirty), ..StepOutput::default() };
+        let mut out = StepOutput::default();
         self.gaps.count_to(now);
         for (worker, held) in &input.registrations {
             self.reconcile_registration(worker, held, now, &mut out);
@@ -421,6 +428,7 @@ impl FleetState {
             }
         }
         self.tell_drained(&mut out);
+        out.store |= std::mem::take(&mut self.map_dirty);
         out
     }
 

@@ -11,7 +11,7 @@ pub(super) fn map(shards: u32, owners: &[(u32, &str, u64)]) -> ShardMapRecord {
             .iter()
             .map(|(s, o, e)| (*s, ShardRecord { owner: Some(o.to_string()), epoch: *e, moving_to: None }))
             .collect(),
-        pins: BTreeMap::new(),
+        ..ShardMapRecord::default()
     }
 }
 
@@ -461,6 +461,47 @@ fn a_drain_ends_when_the_drained_worker_stops_and_not_before() {
     let later = now + Duration::from_secs(5);
     let out = registered(&mut state, later, &live, &[("a", vec![])]);
     assert!(out.sends.iter().any(|(to, c)| *to == w("a") && matches!(c, Command::Prepare { .. })), "{out:?}");
+}
+
+/// An operator drains w-a; the leader dies before the drain completes. The next leader starts
+/// from the stored map, so it goes on: it gives w-a nothing, moves w-a's shard off and tells it
+/// the drain is complete. Undrain is stored the same way.
+#[test]
+fn a_drain_is_stored_and_outlives_a_fail_over() {
+    let now = Instant::now();
+    let config = FleetConfig { registration_grace: Duration::ZERO, ..FleetConfig::default() };
+    let mut old_leader = FleetState::new(map(2, &[(0, "a", 1), (1, "b", 1)]), config.clone(), now);
+    old_leader.set_draining(&w("a"), true);
+    let out = old_leader.step(&input(now, &[("a", LIVE), ("b", LIVE)]));
+    assert!(out.store, "a drain is stored at the step after it: {out:?}");
+    assert_eq!(old_leader.map.draining, BTreeSet::from(["a".to_string()]));
+    // An old map without the field reads as no drains; this one keeps it through the store.
+    let stored: ShardMapRecord =
+        serde_json::from_value(serde_json::to_value(&old_leader.map).expect("JSON")).expect("a map");
+    assert_eq!(stored, old_leader.map);
+
+    let mut new_leader = FleetState::new(stored, config, now);
+    assert!(new_leader.is_draining(&w("a")));
+    let live = [("a", LIVE), ("b", LIVE)];
+    let out = registered(
+        &mut new_leader,
+        now,
+        &live,
+        &[("a", vec![held(0, 1, HeldPhase::Active)]), ("b", vec![held(1, 1, HeldPhase::Active)])],
+    );
+    let to_a = |c: &Command| matches!(c, Command::Prepare { .. });
+    assert!(!out.sends.iter().any(|(to, c)| *to == w("a") && to_a(c)), "{out:?}");
+    assert!(
+        out.sends
+            .iter()
+            .any(|(to, c)| *to == w("b")
+                && matches!(c, Command::Prepare { shard, .. } if *shard == ShardId(0))),
+        "w-a's shard moves to w-b: {out:?}"
+    );
+
+    new_leader.set_draining(&w("a"), false);
+    let out = new_leader.step(&input(now, &live));
+    assert!(out.store && new_leader.map.draining.is_empty(), "{out:?}");
 }
 
 /// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input: a stored map of 50 shards
