@@ -3,6 +3,10 @@
 //! without a field manager (managedFields tracking), and the steps they are made of. Prints
 //! thread CPU time per operation, which other processes on the machine disturb less than wall
 //! time. `cargo run --release -p batchfleet-sim --example write_costs`
+//!
+//! It runs on mimalloc, as the sim process (`loadtest sim`) does: under glibc's allocator a
+//! write's costs include page faults from heap trimming that the sim never pays, and they
+//! hid where its time goes (figures before 2026-11-28 05:30 UTC were taken with glibc's).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +16,10 @@ use batchfleet_sim::fields::{self, FieldValidation};
 use batchfleet_sim::patch::{self, PatchType, SchemaKind};
 use batchfleet_sim::store::{HistoryConfig, Store};
 use serde_json::{Value, json};
+
+/// The allocator of the sim process (`loadtest/harness/src/main.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const OPERATIONS: usize = 20_000;
 
