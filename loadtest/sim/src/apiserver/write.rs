@@ -34,6 +34,16 @@ pub struct WriteOptions {
     pub manager: Option<String>,
 }
 
+/// Where the managedFields of the object an update writes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ManagedFieldsSent {
+    /// In the object, as sent or as a patch left them.
+    InObject,
+    /// `null` holds their place and they are the live ones: a merge patch's result, made without
+    /// copying them (`patch::apply_merge_patch_leaving_managed_fields`).
+    Live,
+}
+
 /// The part of an object a write owns fields of: the status subresource owns `status`, the main
 /// resource of a kind with one everything else.
 fn part_of(rt: &ResourceType, sub: Subresource) -> patch::Part {
@@ -347,7 +357,15 @@ impl ApiServer {
             }
             // A write with a resourceVersion is tried once, so it needs no copy for a retry.
             let attempt = if requested_rv.is_some() { std::mem::take(&mut obj) } else { obj.clone() };
-            match self.replace(target, &current, current.value(), attempt, sub, opts) {
+            match self.replace(
+                target,
+                &current,
+                current.value(),
+                attempt,
+                sub,
+                opts,
+                ManagedFieldsSent::InObject,
+            ) {
                 Err(Retry::Conflict) if requested_rv.is_none() => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -397,6 +415,18 @@ impl ApiServer {
         // Whether the patched object needs walking for what the typed decode drops.
         let walk_result = !matches!(patch_type, PatchType::Merge | PatchType::StrategicMerge)
             || !patch_value.as_ref().is_some_and(|p| decode::patch_leaves_nothing_to_drop(&target.rt, p));
+        // A tracked merge patch that is written as it is (no walk, no issue whose Strict answer
+        // quotes the result) and says nothing of managedFields leaves the live ones out of the
+        // copy it is applied to; the update moves them over (`ManagedFieldsSent::Live`).
+        let leave_managed_fields = patch_type == PatchType::Merge
+            && opts.manager.is_some()
+            && !walk_result
+            && patch_issues.is_empty()
+            && target.view == View::Native
+            && patch_value
+                .as_ref()
+                .and_then(|p| p.get("metadata"))
+                .is_none_or(|m| m.get("managedFields").is_none());
         loop {
             let current = match self.store.get(target.rid, namespace, name) {
                 Some(c) => c,
@@ -421,9 +451,18 @@ impl ApiServer {
                 }
                 None => return Err(ApiError::not_found(&target.rt, name)),
             };
-            let live = self.view_value(target, &current);
+            let mut live = self.view_value(target, &current);
+            let mut managed_fields = ManagedFieldsSent::InObject;
             let patched = match patch_type {
                 PatchType::Json => patch::apply_json_patch(&live, body),
+                PatchType::Merge if leave_managed_fields => {
+                    let p = patch_value.as_ref().unwrap_or(&Value::Null);
+                    let (patched, left_out) = patch::apply_merge_patch_leaving_managed_fields(&mut live, p);
+                    if left_out {
+                        managed_fields = ManagedFieldsSent::Live;
+                    }
+                    Ok(patched)
+                }
                 PatchType::Merge => {
                     Ok(patch::apply_merge_patch(&live, patch_value.as_ref().unwrap_or(&Value::Null)))
                 }
@@ -490,7 +529,7 @@ impl ApiServer {
                 View::Native => live,
                 View::EventsV1 => current.value(),
             };
-            match self.replace(target, &current, old, obj, sub, write_opts) {
+            match self.replace(target, &current, old, obj, sub, write_opts, managed_fields) {
                 // Written meanwhile: apply the patch again to the new object, as kube-apiserver's
                 // patcher does. The result keeps the version the patch names, if any (then stale
                 // above), else takes the new one: a patch without a version never gets 409.
@@ -518,7 +557,15 @@ impl ApiServer {
             if !change(&mut obj)? {
                 return Ok(current);
             }
-            match self.replace(target, &current, old, obj, sub, &WriteOptions::default()) {
+            match self.replace(
+                target,
+                &current,
+                old,
+                obj,
+                sub,
+                &WriteOptions::default(),
+                ManagedFieldsSent::InObject,
+            ) {
                 Err(Retry::Conflict) => continue,
                 Err(Retry::Fail(e)) => return Err(e),
                 Ok(stored) => return Ok(stored),
@@ -528,14 +575,16 @@ impl ApiServer {
 
     /// Writes `obj` over `current` (parsed: `old`) with upstream's update rules. Both are in the
     /// stored form.
+    #[allow(clippy::too_many_arguments)]
     fn replace(
         &self,
         target: &Target,
         current: &Arc<StoredObject>,
-        old: Value,
+        mut old: Value,
         mut obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
+        managed_fields: ManagedFieldsSent,
     ) -> Result<Arc<StoredObject>, Retry> {
         let rt = target.rt.clone();
         let name = current.name.to_string();
@@ -610,24 +659,47 @@ impl ApiServer {
         if rt.is("", "namespaces") {
             super::namespace::canonicalize(&mut obj);
         }
-        if let Some(manager) = opts.manager.as_deref() {
-            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
-            let subresource = if sub == Subresource::Status { "status" } else { "" };
-            let now = meta::now_seconds();
-            patch::track_update(
-                Some(&old),
-                &mut obj,
-                kind.as_ref(),
-                part_of(&rt, sub),
-                manager,
-                &api_version,
-                subresource,
-                &now,
-            );
-        }
+        // Whether managedFields tracking found a changed field: the objects differ then.
+        let changed = match opts.manager.as_deref() {
+            Some(manager) => {
+                let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+                let subresource = if sub == Subresource::Status { "status" } else { "" };
+                let now = meta::now_seconds();
+                let (kind, part) = (kind.as_ref(), part_of(&rt, sub));
+                match managed_fields {
+                    ManagedFieldsSent::InObject => patch::track_update(
+                        Some(&old),
+                        &mut obj,
+                        kind,
+                        part,
+                        manager,
+                        &api_version,
+                        subresource,
+                        &now,
+                    ),
+                    // Leaves `old` without managedFields when it answers true.
+                    ManagedFieldsSent::Live => patch::track_update_moving_live(
+                        &mut old,
+                        &mut obj,
+                        kind,
+                        part,
+                        manager,
+                        &api_version,
+                        subresource,
+                        &now,
+                    ),
+                }
+            }
+            None => {
+                if managed_fields == ManagedFieldsSent::Live {
+                    patch::put_back_live_managed_fields(&old, &mut obj);
+                }
+                false
+            }
+        };
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
-        if crate::json::equal(&obj, &old) {
+        if !changed && crate::json::equal(&obj, &old) {
             return Ok(current.clone());
         }
         // Deletion completes once the last finalizer is gone and no grace period is pending.
