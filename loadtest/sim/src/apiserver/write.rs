@@ -153,16 +153,16 @@ impl ApiServer {
                     .map(|v| (f, Box::from(&*v)))
             })
             .collect();
-        let namespace = meta::str_field(&obj, "namespace").unwrap_or("").to_string();
-        let name = meta::name(&obj).to_string();
-        let uid = meta::str_field(&obj, "uid").unwrap_or("").to_string();
-        let labels = meta::labels(&obj);
         let owners = meta::owner_uids(&obj);
         // Sized for a pod with its managedFields, so the buffer seldom grows while writing (from
         // serde_json's 128 bytes it would reallocate five times); it is copied when committed.
         let mut json = Vec::with_capacity(4096);
         serde_json::to_writer(&mut json, &obj).map_err(|e| ApiError::internal(e.to_string()))?;
-        Prepared::new(&namespace, &name, &uid, labels, fields, owners, json)
+        // Written: the object is dropped after this, so its labels are moved, not copied.
+        let labels = meta::take_labels(&mut obj);
+        let namespace = meta::str_field(&obj, "namespace").unwrap_or("");
+        let uid = meta::str_field(&obj, "uid").unwrap_or("");
+        Prepared::new(namespace, meta::name(&obj), uid, labels, fields, owners, json)
             .map_err(|e| ApiError::internal(e.to_string()))
     }
 
@@ -387,9 +387,18 @@ impl ApiServer {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Patched, ApiError> {
+        // A merge patch whose duplicate keys are looked for is decoded once, noting whether it
+        // repeats a key; its issues need decoding again only then.
+        let mut repeats_a_key = None;
         let patch_value: Option<Value> = match patch_type {
             PatchType::Json => None,
             PatchType::Apply => Some(parse_yaml_or_json(body)?),
+            PatchType::Merge if opts.field_validation != FieldValidation::Ignore => {
+                let (value, duplicate) =
+                    patch::parse_merge_patch_noting_duplicates(body).map_err(patch_error)?;
+                repeats_a_key = Some(duplicate);
+                Some(value)
+            }
             PatchType::Merge => Some(patch::parse_merge_patch(body).map_err(patch_error)?),
             PatchType::StrategicMerge => Some(patch::parse_strategic_merge_patch(body).map_err(patch_error)?),
         };
@@ -409,6 +418,7 @@ impl ApiServer {
         let write_opts = if patch_type == PatchType::Apply { &untracked } else { opts };
         let patch_issues = match (patch_type, opts.field_validation) {
             (_, FieldValidation::Ignore) | (PatchType::Apply, _) => Vec::new(),
+            _ if repeats_a_key == Some(false) => Vec::new(),
             (PatchType::Json, _) => decode::patch_body_issues(body, true),
             _ => decode::patch_body_issues(body, false),
         };

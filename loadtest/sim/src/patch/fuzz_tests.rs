@@ -165,6 +165,17 @@ proptest! {
 
     #[test]
     fn merge_patch_never_panics(doc in prop_oneof![Just(live_job()), arb_json()], body in bodies()) {
+        // Decoded noting duplicates: the same value (key order too), the same errors, and no
+        // issue to look for unless it repeats a key.
+        let noting = parse_merge_patch_noting_duplicates(&body);
+        if let Ok((_, false)) = &noting {
+            prop_assert!(crate::apiserver::decode::patch_body_issues(&body, false).is_empty());
+        }
+        let text = |v: &Value| serde_json::to_string(v).unwrap_or_default();
+        prop_assert_eq!(
+            noting.map(|(v, _)| text(&v)).map_err(|e| e.message()),
+            parse_merge_patch(&body).map(|v| text(&v)).map_err(|e| e.message())
+        );
         if let Ok(patch) = parse_merge_patch(&body) {
             let _ = apply_merge_patch(&doc, &patch);
         }

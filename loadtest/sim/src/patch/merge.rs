@@ -18,6 +18,15 @@ pub fn parse_merge_patch(body: &[u8]) -> Result<Value, PatchError> {
     }
 }
 
+/// [`parse_merge_patch`] that also tells whether the body repeats a key: the one decode a merge
+/// patch needs when its duplicate keys are looked for (`fieldValidation` other than Ignore).
+pub fn parse_merge_patch_noting_duplicates(body: &[u8]) -> Result<(Value, bool), PatchError> {
+    match crate::fields::json_keys::parse_noting_duplicates(body) {
+        Ok((v @ (Value::Object(_) | Value::Array(_)), duplicate)) => Ok((v, duplicate)),
+        _ => Err(PatchError::BadRequest(BAD_JSON_PATCH.into())),
+    }
+}
+
 /// Applies a JSON merge patch. A non-object patch replaces the document (an array patch then
 /// fails the caller's decode into an object, as it does upstream).
 pub fn apply_merge_patch(doc: &Value, patch: &Value) -> Value {

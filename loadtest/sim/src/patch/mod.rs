@@ -30,7 +30,10 @@ pub use json::{MAX_JSON_PATCH_OPERATIONS, apply_json_patch};
 pub use managed::{
     Part, manager_from_user_agent, put_back_live_managed_fields, track_update, track_update_moving_live,
 };
-pub use merge::{apply_merge_patch, apply_merge_patch_leaving_managed_fields, parse_merge_patch};
+pub use merge::{
+    apply_merge_patch, apply_merge_patch_leaving_managed_fields, parse_merge_patch,
+    parse_merge_patch_noting_duplicates,
+};
 pub use schema::SchemaKind;
 
 /// The patch a PATCH request's Content-Type asks for.
