@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::fields_v1;
 use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
+use super::{fields_memo, fields_v1};
 
 /// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
 pub(crate) type Element = String;
@@ -460,7 +460,7 @@ fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value
                     }
                     fields_node(recorded, false)?
                 }
-                _ => fields_of(v, sub, schema.field(k))?,
+                _ => remembered_fields_of(v, sub, schema.field(k))?,
             };
             members.push((field_element(k), fields));
         }
@@ -509,6 +509,13 @@ fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Valu
         },
         _ => member(),
     }
+}
+
+/// [`fields_of`], remembered for a value identical to one met before at the same place (the
+/// pods of a Job share their spec): see [`fields_memo`].
+fn remembered_fields_of(v: &Value, schema: Schema, field: Option<&'static FieldDef>) -> Option<Value> {
+    let place = (schema.address(), field.map_or(0, |f| std::ptr::from_ref(f) as usize));
+    fields_memo::remembered(place, v, |v| fields_of(v, schema, field))
 }
 
 /// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has

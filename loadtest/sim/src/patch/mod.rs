@@ -10,6 +10,7 @@
 
 mod apply;
 mod error;
+mod fields_memo;
 mod fields_v1;
 #[cfg(test)]
 mod fuzz_tests;
