@@ -7,12 +7,14 @@
 //! Left out (documented in docs/sim-cluster.md): the cap of ten Update managers
 //! ("ancient-changes"), API version conversion of the sets, and unions.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::fields_v1;
 use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
-use super::{fields_memo, fields_v1};
+use crate::value_memo::{self, Memo};
 
 /// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
 pub(crate) type Element = String;
@@ -511,11 +513,15 @@ fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Valu
     }
 }
 
+thread_local! {
+    static FIELDS_OF: RefCell<Memo<Value>> = const { RefCell::new(Memo::new()) };
+}
+
 /// [`fields_of`], remembered for a value identical to one met before at the same place (the
-/// pods of a Job share their spec): see [`fields_memo`].
+/// pods of a Job share their spec): see [`value_memo`].
 fn remembered_fields_of(v: &Value, schema: Schema, field: Option<&'static FieldDef>) -> Option<Value> {
     let place = (schema.address(), field.map_or(0, |f| std::ptr::from_ref(f) as usize));
-    fields_memo::remembered(place, v, |v| fields_of(v, schema, field))
+    value_memo::remembered(&FIELDS_OF, place, v, |v| fields_of(v, schema, field))
 }
 
 /// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has

@@ -10,7 +10,6 @@
 
 mod apply;
 mod error;
-mod fields_memo;
 mod fields_v1;
 #[cfg(test)]
 mod fuzz_tests;

@@ -1,11 +1,14 @@
-//! The FieldsV1 of a create's root members (its `spec`, mostly), remembered per thread: the
-//! pods of a Job, or of a benchmark, share one spec, and encoding its fields was the larger part
-//! of tracking a create. A value is remembered the second time its fingerprint turns up, so a
+//! Answers remembered per thread for JSON values met again: a create's FieldsV1 of its spec
+//! (`patch::managed`) and a pod spec's validation (`admission::pod_validation`). The pods of a
+//! Job, or of a benchmark, share one spec, and encoding and validating it were a good part of
+//! every create and update. A value is remembered the second time its fingerprint turns up, so a
 //! value seen once costs only its fingerprint; a remembered answer is given only for a value
-//! identical to the one it was made for (same members in the same order, same scalars).
+//! identical to the one it was made for (same members in the same order, same scalars), at the
+//! same place.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::thread::LocalKey;
 
 use serde_json::Value;
 
@@ -13,48 +16,51 @@ use serde_json::Value;
 const REMEMBERED: usize = 4;
 const SEEN: usize = 16;
 
-/// Where in a schema a value is encoded: its type and its field (by address: both are static
-/// tables), which with the value decide its FieldsV1.
+/// What else decides an answer besides the value: for FieldsV1, its type and field in the schema
+/// (by address: both are static tables).
 pub(crate) type Place = (usize, usize);
 
-struct Remembered {
+struct Remembered<T> {
     place: Place,
     value: Value,
-    fields: Value,
+    answer: T,
 }
 
-#[derive(Default)]
-struct Memo {
-    remembered: VecDeque<Remembered>,
+/// One kind of answer's memory (a thread-local of each user's).
+pub(crate) struct Memo<T> {
+    remembered: VecDeque<Remembered<T>>,
     seen: VecDeque<u64>,
 }
 
-thread_local! {
-    static MEMO: RefCell<Memo> = RefCell::default();
+impl<T> Memo<T> {
+    pub(crate) const fn new() -> Self {
+        Self { remembered: VecDeque::new(), seen: VecDeque::new() }
+    }
 }
 
-/// `encode(v)`, or the answer remembered for a value identical to `v` at the same place.
-pub(crate) fn remembered(
+/// `answer(v)`, or the answer remembered in `memo` for a value identical to `v` at `place`.
+pub(crate) fn remembered<T: Clone>(
+    memo: &'static LocalKey<RefCell<Memo<T>>>,
     place: Place,
     v: &Value,
-    encode: impl FnOnce(&Value) -> Option<Value>,
-) -> Option<Value> {
+    answer: impl FnOnce(&Value) -> Option<T>,
+) -> Option<T> {
     // The few remembered values are compared whole (a different one differs early), which is
     // cheaper than a fingerprint on a hit; only a miss takes the fingerprint.
-    let hit = MEMO.with_borrow(|m| {
-        m.remembered.iter().find(|r| r.place == place && identical(&r.value, v)).map(|r| r.fields.clone())
+    let hit = memo.with_borrow(|m| {
+        m.remembered.iter().find(|r| r.place == place && identical(&r.value, v)).map(|r| r.answer.clone())
     });
     if hit.is_some() {
         return hit;
     }
-    let fingerprint = fingerprint(v);
-    let fields = encode(v)?;
-    MEMO.with_borrow_mut(|m| {
+    let fingerprint = fingerprint(place, v);
+    let answer = answer(v)?;
+    memo.with_borrow_mut(|m| {
         if m.seen.contains(&fingerprint) {
             if m.remembered.len() == REMEMBERED {
                 m.remembered.pop_back();
             }
-            m.remembered.push_front(Remembered { place, value: v.clone(), fields: fields.clone() });
+            m.remembered.push_front(Remembered { place, value: v.clone(), answer: answer.clone() });
         } else {
             if m.seen.len() == SEEN {
                 m.seen.pop_back();
@@ -62,7 +68,7 @@ pub(crate) fn remembered(
             m.seen.push_front(fingerprint);
         }
     });
-    Some(fields)
+    Some(answer)
 }
 
 /// `a == b` with every object's members in the same order and every number written alike
@@ -82,9 +88,9 @@ pub(crate) fn identical(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A hash of the value's structure and scalars, members in order, eight bytes of text at a
-/// time: identical values have the same fingerprint.
-fn fingerprint(v: &Value) -> u64 {
+/// A hash of the place and of the value's structure and scalars, members in order, eight bytes
+/// of text at a time: identical values at one place have the same fingerprint.
+fn fingerprint(place: Place, v: &Value) -> u64 {
     fn word(h: &mut u64, w: u64) {
         *h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
@@ -126,6 +132,8 @@ fn fingerprint(v: &Value) -> u64 {
         }
     }
     let mut h = 0;
+    word(&mut h, place.0 as u64);
+    word(&mut h, place.1 as u64);
     walk(&mut h, v);
     h
 }
@@ -134,6 +142,10 @@ fn fingerprint(v: &Value) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    thread_local! {
+        static TESTED: RefCell<Memo<Value>> = const { RefCell::new(Memo::new()) };
+    }
 
     /// Values alike in every way a fingerprint or `==` could confuse: reordered members, 0.0 and
     /// -0.0, 1 and 1.0, and random ones.
@@ -160,7 +172,7 @@ mod tests {
             let encode = |v: &Value| Some(Value::String(serde_json::to_string(v).unwrap_or_default()));
             for (v, place) in &seen {
                 let tagged = |v: &Value| encode(v).map(|e| serde_json::json!([place, e]));
-                prop_assert_eq!(remembered((*place, 0), v, tagged), tagged(v));
+                prop_assert_eq!(remembered(&TESTED, (*place, 0), v, tagged), tagged(v));
             }
         }
     }
@@ -175,7 +187,7 @@ mod tests {
             Some(v.clone())
         };
         for _ in 0..4 {
-            assert_eq!(remembered((7, 7), &v, encode), Some(v.clone()));
+            assert_eq!(remembered(&TESTED, (7, 7), &v, encode), Some(v.clone()));
         }
         assert_eq!(calls.get(), 2, "encoded when first seen and when remembered, answered after");
     }
