@@ -37,7 +37,8 @@ pub(crate) fn validate_pods_spec(spec: Option<&Value>) -> Errs {
 /// `ValidatePodSpec` for the spec at `path` (`spec`, `spec.template.spec`, …): volume names,
 /// containers (with their volume mounts),
 /// init containers, the restart and DNS policies. `is_template` adds `ValidatePodTemplateSpec`'s ban
-/// on ephemeral containers.
+/// on ephemeral containers. Reads nothing but its arguments: [`validate_pods_spec`] remembers its
+/// answers by the spec alone.
 pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: bool) -> Errs {
     let null = Value::Null;
     let spec = spec.unwrap_or(&null);

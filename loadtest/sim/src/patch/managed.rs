@@ -479,7 +479,8 @@ fn field_element(name: &str) -> String {
 }
 
 /// The FieldsV1 at the place of `v` ([`collect`] as a set), or `None` where two list items
-/// have the same key.
+/// have the same key. Reads nothing but its arguments: [`remembered_fields_of`] remembers its
+/// answers by the value and the place alone.
 fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Value> {
     let member = || Some(Value::Object(Map::new()));
     let members_of = |m: &Map<String, Value>, schema: Schema| -> Option<Vec<(String, Value)>> {
