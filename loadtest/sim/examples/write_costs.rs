@@ -3,6 +3,10 @@
 //! without a field manager (managedFields tracking), and the steps they are made of. Prints
 //! thread CPU time per operation, which other processes on the machine disturb less than wall
 //! time. `cargo run --release -p batchfleet-sim --example write_costs`
+//!
+//! It runs on mimalloc, as the sim process (`loadtest sim`) does: under glibc's allocator a
+//! write's costs include page faults from heap trimming that the sim never pays, and they
+//! hid where its time goes (figures before 2026-11-28 05:30 UTC were taken with glibc's).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +16,10 @@ use batchfleet_sim::fields::{self, FieldValidation};
 use batchfleet_sim::patch::{self, PatchType, SchemaKind};
 use batchfleet_sim::store::{HistoryConfig, Store};
 use serde_json::{Value, json};
+
+/// The allocator of the sim process (`loadtest/harness/src/main.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const OPERATIONS: usize = 20_000;
 
@@ -25,8 +33,14 @@ fn pod_body(i: usize) -> Vec<u8> {
     serde_json::to_vec(&pod).expect("encodes")
 }
 
-/// This thread's CPU time in seconds (utime + stime, in clock ticks of 10 ms).
+/// This thread's CPU time in seconds: the scheduler's count in nanoseconds
+/// (`/proc/thread-self/schedstat`), else utime + stime in clock ticks of 10 ms, too coarse to
+/// tell changes of half a microsecond per operation apart.
 fn thread_cpu_seconds() -> f64 {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    if let Some(ns) = schedstat.split(' ').next().and_then(|n| n.parse::<f64>().ok()) {
+        return ns / 1e9;
+    }
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
     let fields: Vec<&str> =
         stat.rsplit_once(')').map(|(_, rest)| rest.split(' ').collect()).unwrap_or_default();
@@ -41,7 +55,7 @@ fn time(name: &str, mut op: impl FnMut(usize)) {
     }
     let per_op = |seconds: f64| seconds * 1e6 / OPERATIONS as f64;
     println!(
-        "| {name} | {:.1} | {:.1} |",
+        "| {name} | {:.2} | {:.2} |",
         per_op(thread_cpu_seconds() - cpu),
         per_op(wall.elapsed().as_secs_f64())
     );

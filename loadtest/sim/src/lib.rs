@@ -23,6 +23,7 @@ pub mod resources;
 pub mod selector;
 pub mod store;
 pub mod testing;
+mod value_memo;
 
 mod sim;
 

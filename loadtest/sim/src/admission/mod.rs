@@ -73,7 +73,7 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
         Kind::Pod => {
             pod::admit_pod_create(obj);
             let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
-            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            errs.extend(pod_validation::validate_pods_spec(obj.get("spec")));
             errs.extend(pod_validation::validate_pod_only(obj.get("spec"), true));
             into_result(errs)
         }
@@ -183,7 +183,7 @@ pub fn admit_update(
             pod::admit_pod_update(obj);
             prepare_for_update(old, obj, true);
             let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
-            errs.extend(pod_validation::validate_pod_spec(obj.get("spec"), "spec", false));
+            errs.extend(pod_validation::validate_pods_spec(obj.get("spec")));
             errs.extend(pod_validation::validate_pod_only(obj.get("spec"), false));
             errs.extend(pod_validation::validate_pod_update(obj, old));
             into_result(errs)

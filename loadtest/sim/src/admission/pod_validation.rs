@@ -4,6 +4,8 @@
 //! `ValidateResourceRequirements`, `ValidatePodUpdate`) and the pod warnings of
 //! pkg/api/pod/warnings.go the sim reproduces. A documented subset: see docs/sim-cluster.md.
 
+use std::cell::RefCell;
+
 use serde_json::Value;
 
 use super::common::*;
@@ -11,14 +13,32 @@ use super::names::*;
 use super::pod::parse_quantity;
 use super::quantity::canonical;
 use crate::field_error::FieldError;
+use crate::value_memo::{self, Memo};
 
 /// `updatablePodSpecFieldsStringArray`, joined as `ValidatePodUpdate` prints it.
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
+thread_local! {
+    static POD_SPEC_ERRORS: RefCell<Memo<Errs>> = const { RefCell::new(Memo::new()) };
+}
+
+/// [`validate_pod_spec`] of a pod's own `spec`, remembered for a spec identical to one met
+/// before (the pods of a Job share theirs, and most updates keep it): see [`value_memo`].
+pub(crate) fn validate_pods_spec(spec: Option<&Value>) -> Errs {
+    match spec {
+        Some(spec) => value_memo::remembered(&POD_SPEC_ERRORS, (0, 0), spec, |spec| {
+            Some(validate_pod_spec(Some(spec), "spec", false))
+        })
+        .unwrap_or_default(),
+        None => validate_pod_spec(None, "spec", false),
+    }
+}
+
 /// `ValidatePodSpec` for the spec at `path` (`spec`, `spec.template.spec`, …): volume names,
 /// containers (with their volume mounts),
 /// init containers, the restart and DNS policies. `is_template` adds `ValidatePodTemplateSpec`'s ban
-/// on ephemeral containers.
+/// on ephemeral containers. Reads nothing but its arguments: [`validate_pods_spec`] remembers its
+/// answers by the spec alone.
 pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str, is_template: bool) -> Errs {
     let null = Value::Null;
     let spec = spec.unwrap_or(&null);
@@ -403,6 +423,30 @@ pub(crate) fn name_warning(name: &str, used_in: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A pod's spec validated through the memory of specs met before gets the errors validating
+    /// it gives, each time, valid or not, among others.
+    #[test]
+    fn remembered_spec_validation_is_the_validation() {
+        let specs = [
+            json!({"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"}),
+            json!({"containers": []}),
+            json!({"containers": [{"name": "a", "image": "i"}, {"name": "a", "image": "i"}]}),
+            json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}),
+            json!({"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Sometimes"}),
+        ];
+        // Enough rounds for every spec to be remembered (one miss in sixteen is) and answered.
+        for _ in 0..40 {
+            for spec in &specs {
+                assert_eq!(
+                    validate_pods_spec(Some(spec)),
+                    validate_pod_spec(Some(spec), "spec", false),
+                    "{spec}"
+                );
+            }
+        }
+        assert_eq!(validate_pods_spec(None), validate_pod_spec(None, "spec", false));
+    }
 
     fn container(extra: Value) -> Value {
         let mut c = json!({"name": "c", "image": "busybox", "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"});

@@ -84,7 +84,9 @@ pub fn deletion_grace(obj: &Value) -> Option<i64> {
 
 /// The uids named in `metadata.ownerReferences`.
 pub fn owner_uids(obj: &Value) -> Vec<Box<str>> {
-    owner_references(obj).iter().filter_map(|r| r.get("uid")?.as_str().map(Into::into)).collect()
+    // Read in place: `owner_references` copies the whole list.
+    let refs = meta(obj).and_then(|m| m.get("ownerReferences")).and_then(Value::as_array);
+    refs.into_iter().flatten().filter_map(|r| r.get("uid")?.as_str().map(Into::into)).collect()
 }
 
 pub fn owner_references(obj: &Value) -> Vec<Value> {
@@ -93,6 +95,13 @@ pub fn owner_references(obj: &Value) -> Vec<Value> {
 
 pub fn labels(obj: &Value) -> Option<Map<String, Value>> {
     meta(obj)?.get("labels")?.as_object().filter(|m| !m.is_empty()).cloned()
+}
+
+/// [`labels`], moved out of the object (which keeps an empty map in their place) rather than
+/// copied: for an object about to be dropped.
+pub fn take_labels(obj: &mut Value) -> Option<Map<String, Value>> {
+    let labels = obj.get_mut("metadata")?.get_mut("labels")?.as_object_mut()?;
+    (!labels.is_empty()).then(|| std::mem::take(labels))
 }
 
 /// Now, to the second, as object timestamps are.

@@ -9,6 +9,8 @@ pub mod eviction;
 pub mod meta;
 pub mod namespace;
 mod write;
+#[cfg(test)]
+mod write_tests;
 
 use std::collections::HashSet;
 use std::sync::Arc;

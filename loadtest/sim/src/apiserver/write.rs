@@ -34,6 +34,16 @@ pub struct WriteOptions {
     pub manager: Option<String>,
 }
 
+/// Where the managedFields of the object an update writes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ManagedFieldsSent {
+    /// In the object, as sent or as a patch left them.
+    InObject,
+    /// `null` holds their place and they are the live ones: a merge patch's result, made without
+    /// copying them (`patch::apply_merge_patch_leaving_managed_fields`).
+    Live,
+}
+
 /// The part of an object a write owns fields of: the status subresource owns `status`, the main
 /// resource of a kind with one everything else.
 fn part_of(rt: &ResourceType, sub: Subresource) -> patch::Part {
@@ -143,16 +153,16 @@ impl ApiServer {
                     .map(|v| (f, Box::from(&*v)))
             })
             .collect();
-        let namespace = meta::str_field(&obj, "namespace").unwrap_or("").to_string();
-        let name = meta::name(&obj).to_string();
-        let uid = meta::str_field(&obj, "uid").unwrap_or("").to_string();
-        let labels = meta::labels(&obj);
         let owners = meta::owner_uids(&obj);
         // Sized for a pod with its managedFields, so the buffer seldom grows while writing (from
         // serde_json's 128 bytes it would reallocate five times); it is copied when committed.
         let mut json = Vec::with_capacity(4096);
         serde_json::to_writer(&mut json, &obj).map_err(|e| ApiError::internal(e.to_string()))?;
-        Prepared::new(&namespace, &name, &uid, labels, fields, owners, json)
+        // Written: the object is dropped after this, so its labels are moved, not copied.
+        let labels = meta::take_labels(&mut obj);
+        let namespace = meta::str_field(&obj, "namespace").unwrap_or("");
+        let uid = meta::str_field(&obj, "uid").unwrap_or("");
+        Prepared::new(namespace, meta::name(&obj), uid, labels, fields, owners, json)
             .map_err(|e| ApiError::internal(e.to_string()))
     }
 
@@ -347,7 +357,15 @@ impl ApiServer {
             }
             // A write with a resourceVersion is tried once, so it needs no copy for a retry.
             let attempt = if requested_rv.is_some() { std::mem::take(&mut obj) } else { obj.clone() };
-            match self.replace(target, &current, current.value(), attempt, sub, opts) {
+            match self.replace(
+                target,
+                &current,
+                current.value(),
+                attempt,
+                sub,
+                opts,
+                ManagedFieldsSent::InObject,
+            ) {
                 Err(Retry::Conflict) if requested_rv.is_none() => continue,
                 Err(Retry::Conflict) => return Err(ApiError::stale(&target.rt, name)),
                 Err(Retry::Fail(e)) => return Err(e),
@@ -369,9 +387,18 @@ impl ApiServer {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Patched, ApiError> {
+        // A merge patch whose duplicate keys are looked for is decoded once, noting whether it
+        // repeats a key; its issues need decoding again only then.
+        let mut repeats_a_key = None;
         let patch_value: Option<Value> = match patch_type {
             PatchType::Json => None,
             PatchType::Apply => Some(parse_yaml_or_json(body)?),
+            PatchType::Merge if opts.field_validation != FieldValidation::Ignore => {
+                let (value, duplicate) =
+                    patch::parse_merge_patch_noting_duplicates(body).map_err(patch_error)?;
+                repeats_a_key = Some(duplicate);
+                Some(value)
+            }
             PatchType::Merge => Some(patch::parse_merge_patch(body).map_err(patch_error)?),
             PatchType::StrategicMerge => Some(patch::parse_strategic_merge_patch(body).map_err(patch_error)?),
         };
@@ -391,12 +418,25 @@ impl ApiServer {
         let write_opts = if patch_type == PatchType::Apply { &untracked } else { opts };
         let patch_issues = match (patch_type, opts.field_validation) {
             (_, FieldValidation::Ignore) | (PatchType::Apply, _) => Vec::new(),
+            _ if repeats_a_key == Some(false) => Vec::new(),
             (PatchType::Json, _) => decode::patch_body_issues(body, true),
             _ => decode::patch_body_issues(body, false),
         };
         // Whether the patched object needs walking for what the typed decode drops.
         let walk_result = !matches!(patch_type, PatchType::Merge | PatchType::StrategicMerge)
             || !patch_value.as_ref().is_some_and(|p| decode::patch_leaves_nothing_to_drop(&target.rt, p));
+        // A tracked merge patch that is written as it is (no walk, no issue whose Strict answer
+        // quotes the result) and says nothing of managedFields leaves the live ones out of the
+        // copy it is applied to; the update moves them over (`ManagedFieldsSent::Live`).
+        let leave_managed_fields = patch_type == PatchType::Merge
+            && opts.manager.is_some()
+            && !walk_result
+            && patch_issues.is_empty()
+            && target.view == View::Native
+            && patch_value
+                .as_ref()
+                .and_then(|p| p.get("metadata"))
+                .is_none_or(|m| m.get("managedFields").is_none());
         loop {
             let current = match self.store.get(target.rid, namespace, name) {
                 Some(c) => c,
@@ -421,9 +461,18 @@ impl ApiServer {
                 }
                 None => return Err(ApiError::not_found(&target.rt, name)),
             };
-            let live = self.view_value(target, &current);
+            let mut live = self.view_value(target, &current);
+            let mut managed_fields = ManagedFieldsSent::InObject;
             let patched = match patch_type {
                 PatchType::Json => patch::apply_json_patch(&live, body),
+                PatchType::Merge if leave_managed_fields => {
+                    let p = patch_value.as_ref().unwrap_or(&Value::Null);
+                    let (patched, left_out) = patch::apply_merge_patch_leaving_managed_fields(&mut live, p);
+                    if left_out {
+                        managed_fields = ManagedFieldsSent::Live;
+                    }
+                    Ok(patched)
+                }
                 PatchType::Merge => {
                     Ok(patch::apply_merge_patch(&live, patch_value.as_ref().unwrap_or(&Value::Null)))
                 }
@@ -490,7 +539,7 @@ impl ApiServer {
                 View::Native => live,
                 View::EventsV1 => current.value(),
             };
-            match self.replace(target, &current, old, obj, sub, write_opts) {
+            match self.replace(target, &current, old, obj, sub, write_opts, managed_fields) {
                 // Written meanwhile: apply the patch again to the new object, as kube-apiserver's
                 // patcher does. The result keeps the version the patch names, if any (then stale
                 // above), else takes the new one: a patch without a version never gets 409.
@@ -518,7 +567,15 @@ impl ApiServer {
             if !change(&mut obj)? {
                 return Ok(current);
             }
-            match self.replace(target, &current, old, obj, sub, &WriteOptions::default()) {
+            match self.replace(
+                target,
+                &current,
+                old,
+                obj,
+                sub,
+                &WriteOptions::default(),
+                ManagedFieldsSent::InObject,
+            ) {
                 Err(Retry::Conflict) => continue,
                 Err(Retry::Fail(e)) => return Err(e),
                 Ok(stored) => return Ok(stored),
@@ -528,14 +585,16 @@ impl ApiServer {
 
     /// Writes `obj` over `current` (parsed: `old`) with upstream's update rules. Both are in the
     /// stored form.
+    #[allow(clippy::too_many_arguments)]
     fn replace(
         &self,
         target: &Target,
         current: &Arc<StoredObject>,
-        old: Value,
+        mut old: Value,
         mut obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
+        managed_fields: ManagedFieldsSent,
     ) -> Result<Arc<StoredObject>, Retry> {
         let rt = target.rt.clone();
         let name = current.name.to_string();
@@ -610,24 +669,47 @@ impl ApiServer {
         if rt.is("", "namespaces") {
             super::namespace::canonicalize(&mut obj);
         }
-        if let Some(manager) = opts.manager.as_deref() {
-            let kind = SchemaKind::for_kind(&api_version, &rt.kind);
-            let subresource = if sub == Subresource::Status { "status" } else { "" };
-            let now = meta::now_seconds();
-            patch::track_update(
-                Some(&old),
-                &mut obj,
-                kind.as_ref(),
-                part_of(&rt, sub),
-                manager,
-                &api_version,
-                subresource,
-                &now,
-            );
-        }
+        // Whether managedFields tracking found a changed field: the objects differ then.
+        let changed = match opts.manager.as_deref() {
+            Some(manager) => {
+                let kind = SchemaKind::for_kind(&api_version, &rt.kind);
+                let subresource = if sub == Subresource::Status { "status" } else { "" };
+                let now = meta::now_seconds();
+                let (kind, part) = (kind.as_ref(), part_of(&rt, sub));
+                match managed_fields {
+                    ManagedFieldsSent::InObject => patch::track_update(
+                        Some(&old),
+                        &mut obj,
+                        kind,
+                        part,
+                        manager,
+                        &api_version,
+                        subresource,
+                        &now,
+                    ),
+                    // Leaves `old` without managedFields when it answers true.
+                    ManagedFieldsSent::Live => patch::track_update_moving_live(
+                        &mut old,
+                        &mut obj,
+                        kind,
+                        part,
+                        manager,
+                        &api_version,
+                        subresource,
+                        &now,
+                    ),
+                }
+            }
+            None => {
+                if managed_fields == ManagedFieldsSent::Live {
+                    patch::put_back_live_managed_fields(&old, &mut obj);
+                }
+                false
+            }
+        };
         // A write that changes nothing makes no new version (key order does not count).
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(current.rv.to_string()));
-        if crate::json::equal(&obj, &old) {
+        if !changed && crate::json::equal(&obj, &old) {
             return Ok(current.clone());
         }
         // Deletion completes once the last finalizer is gone and no grace period is pending.

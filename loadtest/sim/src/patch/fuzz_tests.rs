@@ -165,6 +165,17 @@ proptest! {
 
     #[test]
     fn merge_patch_never_panics(doc in prop_oneof![Just(live_job()), arb_json()], body in bodies()) {
+        // Decoded noting duplicates: the same value (key order too), the same errors, and no
+        // issue to look for unless it repeats a key.
+        let noting = parse_merge_patch_noting_duplicates(&body);
+        if let Ok((_, false)) = &noting {
+            prop_assert!(crate::apiserver::decode::patch_body_issues(&body, false).is_empty());
+        }
+        let text = |v: &Value| serde_json::to_string(v).unwrap_or_default();
+        prop_assert_eq!(
+            noting.map(|(v, _)| text(&v)).map_err(|e| e.message()),
+            parse_merge_patch(&body).map(|v| text(&v)).map_err(|e| e.message())
+        );
         if let Ok(patch) = parse_merge_patch(&body) {
             let _ = apply_merge_patch(&doc, &patch);
         }
@@ -219,7 +230,11 @@ proptest! {
                     &managed::leaves(a, schema.schema(), part),
                     &managed::leaves(b, schema.schema(), part),
                 );
-                prop_assert_eq!(managed::diff(a, b, schema.schema(), part), expected, "part {:?}", part);
+                let c = managed::diff(a, b, schema.schema(), part);
+                // `track_update` answers a change found by the diff for "the objects differ",
+                // which spares `replace` comparing them whole.
+                prop_assert!(c.is_empty() || a != b, "a change between equal objects: {:?}", c);
+                prop_assert_eq!(c, expected, "part {:?}", part);
             }
         }
     }
@@ -321,5 +336,87 @@ proptest! {
             managed::update_decoded(&mid, &mut decoded, &c, &who);
             prop_assert_eq!(new, decoded);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    /// A merge patch's result made without copying the live managedFields, tracked by
+    /// `track_update_moving_live`, is the result made by copying them, tracked by `track_update`
+    /// (key order too: compared as serialized), with the same answer; when the answer is that
+    /// the write changes something, the whole objects differ (`replace` then skips comparing
+    /// them). For random merge patches by random managers of a Job two managers wrote.
+    #[test]
+    fn managed_fields_moved_from_the_live_object_equal_copying_them(
+        first in arb_json(),
+        second in arb_json(),
+        managers in proptest::sample::subsequence(&["m", "a", "b"][..], 2),
+        part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
+    ) {
+        let schema = job_schema();
+        let old = live_job();
+        let mut mid = apply_merge_patch(&old, &first);
+        managed::track_update(Some(&old), &mut mid, Some(&schema), part, managers[0], "batch/v1", "", "t1");
+        let names_managed_fields = second.get("metadata").is_some_and(|m| !m.is_object() || m.get("managedFields").is_some());
+        prop_assume!(!names_managed_fields);
+        let mut copied = apply_merge_patch(&mid, &second);
+        let copied_changes =
+            managed::track_update(Some(&mid), &mut copied, Some(&schema), part, managers[1], "batch/v1", "", "t2");
+        let mut live = mid.clone();
+        let (mut moved, left_out) = apply_merge_patch_leaving_managed_fields(&mut live, &second);
+        prop_assert_eq!(&live, &mid, "the live object gets its managedFields back");
+        let moved_changes = if left_out {
+            managed::track_update_moving_live(&mut live, &mut moved, Some(&schema), part, managers[1], "batch/v1", "", "t2")
+        } else {
+            managed::track_update(Some(&live), &mut moved, Some(&schema), part, managers[1], "batch/v1", "", "t2")
+        };
+        prop_assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&copied).ok());
+        prop_assert_eq!(moved_changes, copied_changes);
+        prop_assert!(!moved_changes || copied != mid);
+    }
+}
+
+/// [`managed::track_update_moving_live`] when the live entries cannot be edited in place (a set
+/// that is not canonical) or the write changes nothing: the placeholder gets a copy of them and
+/// the update is `track_update`'s.
+#[test]
+fn managed_fields_moved_fall_back_to_a_copy() {
+    let schema = job_schema();
+    let mut odd = live_job();
+    odd["metadata"]["managedFields"][0]["fieldsV1"] = json!({"f:spec": {"f:x": {"f:y": 1}}});
+    for (live, patch) in [
+        (live_job(), json!({"metadata": {"labels": {"b": "2"}}})),
+        (live_job(), json!({"metadata": {"labels": {"a": "1"}}})),
+        (odd.clone(), json!({"metadata": {"labels": {"b": "2"}}})),
+        (odd, json!({"spec": {"parallelism": 2}})),
+    ] {
+        let mut copied = apply_merge_patch(&live, &patch);
+        let copied_changes = managed::track_update(
+            Some(&live),
+            &mut copied,
+            Some(&schema),
+            managed::Part::Main,
+            "w",
+            "batch/v1",
+            "",
+            "t",
+        );
+        let mut old = live.clone();
+        let (mut moved, left_out) = apply_merge_patch_leaving_managed_fields(&mut old, &patch);
+        assert!(left_out);
+        assert_eq!(moved.pointer("/metadata/managedFields"), Some(&Value::Null));
+        let moved_changes = managed::track_update_moving_live(
+            &mut old,
+            &mut moved,
+            Some(&schema),
+            managed::Part::Main,
+            "w",
+            "batch/v1",
+            "",
+            "t",
+        );
+        assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&copied).ok(), "{patch}");
+        assert_eq!(moved_changes, copied_changes, "{patch}");
     }
 }

@@ -7,12 +7,14 @@
 //! Left out (documented in docs/sim-cluster.md): the cap of ten Update managers
 //! ("ancient-changes"), API version conversion of the sets, and unions.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
 use super::fields_v1;
 use super::schema::{FieldDef, Schema, SchemaKind, Ssa, SsaKeys, SsaList};
+use crate::value_memo::{self, Memo};
 
 /// One path element, encoded as in FieldsV1: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`.
 pub(crate) type Element = String;
@@ -282,6 +284,13 @@ pub(crate) struct Comparison {
     pub removed: BTreeSet<FieldPath>,
 }
 
+impl Comparison {
+    /// Nothing added, modified or removed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+}
+
 pub(crate) fn compare(old: &BTreeMap<FieldPath, &Value>, new: &BTreeMap<FieldPath, &Value>) -> Comparison {
     let mut c = Comparison::default();
     for (p, v) in new {
@@ -453,7 +462,7 @@ fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value
                     }
                     fields_node(recorded, false)?
                 }
-                _ => fields_of(v, sub, schema.field(k))?,
+                _ => remembered_fields_of(v, sub, schema.field(k))?,
             };
             members.push((field_element(k), fields));
         }
@@ -470,7 +479,8 @@ fn field_element(name: &str) -> String {
 }
 
 /// The FieldsV1 at the place of `v` ([`collect`] as a set), or `None` where two list items
-/// have the same key.
+/// have the same key. Reads nothing but its arguments: [`remembered_fields_of`] remembers its
+/// answers by the value and the place alone.
 fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Value> {
     let member = || Some(Value::Object(Map::new()));
     let members_of = |m: &Map<String, Value>, schema: Schema| -> Option<Vec<(String, Value)>> {
@@ -502,6 +512,17 @@ fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Valu
         },
         _ => member(),
     }
+}
+
+thread_local! {
+    static FIELDS_OF: RefCell<Memo<Value>> = const { RefCell::new(Memo::new()) };
+}
+
+/// [`fields_of`], remembered for a value identical to one met before at the same place (the
+/// pods of a Job share their spec): see [`value_memo`].
+fn remembered_fields_of(v: &Value, schema: Schema, field: Option<&'static FieldDef>) -> Option<Value> {
+    let place = (schema.address(), field.map_or(0, |f| std::ptr::from_ref(f) as usize));
+    value_memo::remembered(&FIELDS_OF, place, v, |v| fields_of(v, schema, field))
 }
 
 /// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has
@@ -642,24 +663,41 @@ pub(crate) struct Identity<'a> {
 /// as FieldsV1 rather than decoded and encoded again. `None` (do it the decoding way) unless
 /// every set is present and canonical and at most one entry is the writer's own.
 pub(crate) fn edit_in_place(live: Vec<Value>, c: &Comparison, who: &Identity) -> Option<Vec<Entry<Value>>> {
+    editable_in_place(&live, who).then(|| edit_editable(live, c, who))
+}
+
+/// Whether [`edit_in_place`] takes `live`: every set present and canonical, at most one entry
+/// the writer's own `Update` ([`Entry::same_identity`], read from the values).
+fn editable_in_place(live: &[Value], who: &Identity) -> bool {
+    fn text<'v>(e: &'v Value, k: &str) -> &'v str {
+        e.get(k).and_then(Value::as_str).unwrap_or("")
+    }
+    // `same_identity` of an `Update` (not an apply: the API version counts).
+    let writers = |e: &&Value| {
+        text(e, "manager") == who.manager
+            && text(e, "operation") == "Update"
+            && text(e, "subresource") == who.subresource
+            && text(e, "apiVersion") == who.api_version
+    };
+    live.iter().all(|e| e.get("fieldsV1").is_some_and(fields_v1::canonical))
+        && live.iter().filter(writers).count() <= 1
+}
+
+/// [`edit_in_place`] of entries [`editable_in_place`] takes.
+fn edit_editable(live: Vec<Value>, c: &Comparison, who: &Identity) -> Vec<Entry<Value>> {
     let mut entries = Vec::with_capacity(live.len() + 1);
     let mut mine_at = None;
     for (i, mut e) in live.into_iter().enumerate() {
-        let fields = match e.get_mut("fieldsV1") {
-            Some(f) if fields_v1::canonical(f) => std::mem::take(f),
-            _ => return None,
-        };
+        let fields = e.get_mut("fieldsV1").map(std::mem::take).unwrap_or_default();
         let entry = Entry::read(&e, fields);
-        if entry.same_identity(who.manager, "Update", who.api_version, who.subresource)
-            && mine_at.replace(i).is_some()
-        {
-            return None;
+        if entry.same_identity(who.manager, "Update", who.api_version, who.subresource) {
+            mine_at = Some(i);
         }
         entries.push(entry);
     }
-    if c.added.is_empty() && c.modified.is_empty() && c.removed.is_empty() {
+    if c.is_empty() {
         // Nothing changed: the entries stay as they are (the writer's own is not re-timed).
-        return Some(entries);
+        return entries;
     }
     let mut fields = match mine_at {
         Some(i) => entries.remove(i).fields,
@@ -685,13 +723,17 @@ pub(crate) fn edit_in_place(live: Vec<Value>, c: &Comparison, who: &Identity) ->
         subresource: who.subresource.to_string(),
         fields,
     });
-    Some(entries)
+    entries
 }
 
 /// A non-apply write (create, update, JSON/merge/strategic patch) by `manager`: it takes every
 /// field it adds or changes (from other managers too) and every manager loses the fields it
 /// removed (`Updater.Update` with force). `old` is `None` on create. An update of an object that
 /// has no managedFields is not tracked (`skipNonAppliedManager`).
+///
+/// Returns whether the update changes a field of `part` (the comparison of `old` and `new` the
+/// sets are edited by is not empty): `new` then differs from `old`, and the caller need not
+/// compare them whole to tell a write that changes nothing.
 #[allow(clippy::too_many_arguments)]
 pub fn track_update(
     old: Option<&Value>,
@@ -702,7 +744,7 @@ pub fn track_update(
     api_version: &str,
     subresource: &str,
     now: &str,
-) {
+) -> bool {
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
     let Some(old) = old else {
         // A create: the manager owns every field the object has.
@@ -710,20 +752,20 @@ pub fn track_update(
         let owned = fields.as_object().is_some_and(|f| !f.is_empty());
         let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
         set_managed_fields(new, entry.into_iter().collect());
-        return;
+        return false;
     };
     // A write that sends other managedFields than the live ones replaces them.
     let sent = new.get("metadata").and_then(|m| m.get("managedFields"));
     let live = old.get("metadata").and_then(|m| m.get("managedFields"));
     if sent.is_some() && !crate::json::opt_equal(sent, live) {
-        return;
+        return false;
     }
     let live = live.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     if live.is_empty() {
         if let Some(Value::Object(meta)) = new.get_mut("metadata") {
             meta.shift_remove("managedFields");
         }
-        return;
+        return false;
     }
     let c = diff(old, new, schema, part);
     let who = Identity { manager, api_version, subresource, now };
@@ -737,6 +779,65 @@ pub fn track_update(
         Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
         None => update_decoded(old, new, &c, &who),
     }
+    !c.is_empty()
+}
+
+/// [`track_update`] of an update whose object holds `null` in place of its managedFields, which
+/// stand for the live ones (a merge patch's result, made without copying them: see
+/// `ApiServer::patch`). When the update changes a field and the live sets can be edited in
+/// place, the live entries are moved out of `old` rather than copied: `old` has no
+/// managedFields left then, and `true` tells the caller the objects differ without comparing
+/// them. Otherwise the placeholder gets a copy of the live managedFields and the update is
+/// [`track_update`]'s.
+#[allow(clippy::too_many_arguments)]
+pub fn track_update_moving_live(
+    old: &mut Value,
+    new: &mut Value,
+    kind: Option<&SchemaKind>,
+    part: Part,
+    manager: &str,
+    api_version: &str,
+    subresource: &str,
+    now: &str,
+) -> bool {
+    let placeholder = managed_fields(new).is_some_and(Value::is_null);
+    let live = managed_fields(old).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let who = Identity { manager, api_version, subresource, now };
+    if placeholder && !live.is_empty() && editable_in_place(live, &who) {
+        let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
+        // The placeholder is skipped as managedFields always are (`STRIPPED_METADATA`).
+        let c = diff(old, new, schema, part);
+        if !c.is_empty()
+            && let Some(Value::Array(live)) = old.get_mut("metadata").and_then(|m| m.get_mut("managedFields"))
+        {
+            let edited = edit_editable(std::mem::take(live), &c, &who);
+            store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f);
+            return true;
+        }
+    }
+    if placeholder {
+        put_back_live_managed_fields(old, new);
+    }
+    track_update(Some(old), new, kind, part, manager, api_version, subresource, now)
+}
+
+/// `obj.metadata.managedFields` (`Value::pointer` splits and unescapes its path on every call).
+fn managed_fields(obj: &Value) -> Option<&Value> {
+    obj.get("metadata").and_then(|m| m.get("managedFields"))
+}
+
+/// Puts a copy of `old`'s managedFields where `new` holds `null` for them (see
+/// [`track_update_moving_live`]): `new` is then what copying the live object whole would have
+/// given.
+pub fn put_back_live_managed_fields(old: &Value, new: &mut Value) {
+    let Some(Value::Object(meta)) = new.get_mut("metadata") else { return };
+    if !meta.get("managedFields").is_some_and(Value::is_null) {
+        return;
+    }
+    match managed_fields(old) {
+        Some(live) => meta.insert("managedFields".into(), live.clone()),
+        None => meta.shift_remove("managedFields"),
+    };
 }
 
 /// [`track_update`] of an update by decoding every set into paths and encoding them again.

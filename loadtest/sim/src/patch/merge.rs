@@ -18,6 +18,15 @@ pub fn parse_merge_patch(body: &[u8]) -> Result<Value, PatchError> {
     }
 }
 
+/// [`parse_merge_patch`] that also tells whether the body repeats a key: the one decode a merge
+/// patch needs when its duplicate keys are looked for (`fieldValidation` other than Ignore).
+pub fn parse_merge_patch_noting_duplicates(body: &[u8]) -> Result<(Value, bool), PatchError> {
+    match crate::fields::json_keys::parse_noting_duplicates(body) {
+        Ok((v @ (Value::Object(_) | Value::Array(_)), duplicate)) => Ok((v, duplicate)),
+        _ => Err(PatchError::BadRequest(BAD_JSON_PATCH.into())),
+    }
+}
+
 /// Applies a JSON merge patch. A non-object patch replaces the document (an array patch then
 /// fails the caller's decode into an object, as it does upstream).
 pub fn apply_merge_patch(doc: &Value, patch: &Value) -> Value {
@@ -29,6 +38,21 @@ pub fn apply_merge_patch(doc: &Value, patch: &Value) -> Value {
         }
         (_, p) => pruned(p),
     }
+}
+
+/// [`apply_merge_patch`] of a `patch` that does not name `metadata.managedFields`, except that
+/// the result holds `null` in their place: the update moves the live ones over from `live`
+/// (`track_update_moving_live`) instead of the merge copying them, a third of a pod's bytes.
+/// Returns whether it left them out (`live` had them).
+pub fn apply_merge_patch_leaving_managed_fields(live: &mut Value, patch: &Value) -> (Value, bool) {
+    let slot =
+        |v: &mut Value| v.get_mut("metadata").and_then(|m| m.get_mut("managedFields")).map(std::mem::take);
+    let Some(managed) = slot(live) else { return (apply_merge_patch(live, patch), false) };
+    let patched = apply_merge_patch(live, patch);
+    if let Some(place) = live.get_mut("metadata").and_then(|m| m.get_mut("managedFields")) {
+        *place = managed;
+    }
+    (patched, true)
 }
 
 fn merge_docs(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {

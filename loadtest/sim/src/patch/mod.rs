@@ -27,8 +27,13 @@ use serde_json::{Map, Value};
 pub use apply::{ApplyOptions, apply_server_side};
 pub use error::{BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES, GENERIC_INVALID_MESSAGE, PatchError};
 pub use json::{MAX_JSON_PATCH_OPERATIONS, apply_json_patch};
-pub use managed::{Part, manager_from_user_agent, track_update};
-pub use merge::{apply_merge_patch, parse_merge_patch};
+pub use managed::{
+    Part, manager_from_user_agent, put_back_live_managed_fields, track_update, track_update_moving_live,
+};
+pub use merge::{
+    apply_merge_patch, apply_merge_patch_leaving_managed_fields, parse_merge_patch,
+    parse_merge_patch_noting_duplicates,
+};
 pub use schema::SchemaKind;
 
 /// The patch a PATCH request's Content-Type asks for.

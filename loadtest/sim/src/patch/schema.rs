@@ -432,6 +432,11 @@ impl Schema {
         self.0.map_or("", |t| t.name)
     }
 
+    /// The type's address (0 for opaque values): which type it is, for remembering answers.
+    pub fn address(&self) -> usize {
+        self.0.map_or(0, |t| std::ptr::from_ref(t) as usize)
+    }
+
     /// The field's metadata, if the field is listed.
     pub fn field(&self, json: &str) -> Option<&'static FieldDef> {
         self.0.and_then(|t| t.fields.iter().find(|f| f.json == json))
