@@ -155,7 +155,7 @@ pub struct FleetState {
     pub map: ShardMapRecord,
     config: FleetConfig,
     moves: BTreeMap<ShardId, InFlight>,
-    draining: BTreeSet<WorkerId>,
+    /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map (`map.draining`).
     drain_told: BTreeSet<WorkerId>,
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
@@ -217,7 +217,6 @@ impl FleetState {
                 "the stored shard map names shards beyond its shard count; they are ignored"
             );
         }
-        let draining = map.draining.iter().map(|w| WorkerId(w.clone())).collect();
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
@@ -228,7 +227,6 @@ impl FleetState {
             map,
             config,
             moves: BTreeMap::new(),
-            draining,
             drain_told: BTreeSet::new(),
             registered: BTreeSet::new(),
             requested: Vec::new(),
@@ -251,7 +249,7 @@ impl FleetState {
     }
 
     pub fn is_draining(&self, worker: &WorkerId) -> bool {
-        self.draining.contains(worker)
+        self.map.draining.contains(&worker.0)
     }
 
     pub fn drained(&self, worker: &WorkerId) -> bool {
@@ -290,15 +288,12 @@ impl FleetState {
     /// Drains are part of the stored map; the next step stores it.
     pub fn set_draining(&mut self, worker: &WorkerId, draining: bool) {
         let changed = if draining {
-            self.draining.insert(worker.clone())
+            self.map.draining.insert(worker.0.clone())
         } else {
             self.drain_told.remove(worker);
-            self.draining.remove(worker)
+            self.map.draining.remove(&worker.0)
         };
-        if changed {
-            self.map.draining = self.draining.iter().map(|w| w.0.clone()).collect();
-            self.map_dirty = true;
-        }
+        self.map_dirty |= changed;
     }
 
     /// An operator's move; it starts at the next step if the shard is not moving already.
@@ -325,7 +320,7 @@ impl FleetState {
             // A worker whose session dropped keeps its place while its lease runs: it is most
             // likely reconnecting, and commands to it are sent again until it is back.
             .filter(|(w, h)| {
-                matches!(h, WorkerHealth::Live | WorkerHealth::Disconnected) && !self.draining.contains(*w)
+                matches!(h, WorkerHealth::Live | WorkerHealth::Disconnected) && !self.is_draining(w)
             })
             .map(|(w, _)| w.clone())
             .collect();
@@ -437,7 +432,7 @@ impl FleetState {
     fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
         let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
         let owner_keeps = m.from.as_ref().is_some_and(|f| {
-            !self.draining.contains(f)
+            !self.is_draining(f)
                 && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
                 && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
         });
@@ -663,7 +658,8 @@ impl FleetState {
         let stopped = |w: &WorkerId| {
             matches!(input.workers.get(w), None | Some(WorkerHealth::Expiring | WorkerHealth::Gone))
         };
-        let ended: Vec<WorkerId> = self.draining.iter().filter(|w| stopped(w)).cloned().collect();
+        let ended: Vec<WorkerId> =
+            self.map.draining.iter().map(|w| WorkerId(w.clone())).filter(|w| stopped(w)).collect();
         for worker in ended {
             tracing::info!(%worker, "the drained worker stopped; its drain ends");
             self.set_draining(&worker, false);
@@ -800,15 +796,15 @@ impl FleetState {
 
     fn tell_drained(&mut self, out: &mut StepOutput) {
         let owners = self.shards_by_owner();
-        for worker in &self.draining {
-            let busy = owners.contains_key(worker)
-                || self.stopping.values().any(|s| s.worker == *worker)
+        for worker in self.map.draining.iter().map(|w| WorkerId(w.clone())) {
+            let busy = owners.contains_key(&worker)
+                || self.stopping.values().any(|s| s.worker == worker)
                 || self
                     .moves
                     .values()
-                    .any(|m| m.handover.to == *worker || m.handover.from.as_ref() == Some(worker));
+                    .any(|m| m.handover.to == worker || m.handover.from.as_ref() == Some(&worker));
             if !busy && self.drain_told.insert(worker.clone()) {
-                out.sends.push((worker.clone(), Command::DrainComplete));
+                out.sends.push((worker, Command::DrainComplete));
             }
         }
     }
