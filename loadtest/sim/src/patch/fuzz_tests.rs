@@ -144,6 +144,15 @@ fn job_schema() -> SchemaKind {
     SchemaKind::for_kind("batch/v1", "Job").unwrap_or_else(|| panic!("the Job schema exists"))
 }
 
+/// [`live_job`] after `manager` merge-patched it with `patch`, its managedFields tracked: a Job
+/// that two managers wrote.
+fn patched_by(patch: &Value, schema: &SchemaKind, part: managed::Part, manager: &str) -> Value {
+    let old = live_job();
+    let mut patched = apply_merge_patch(&old, patch);
+    managed::track_update(Some(&old), &mut patched, Some(schema), part, manager, "batch/v1", "", "t1");
+    patched
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -322,9 +331,7 @@ proptest! {
         part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
     ) {
         let schema = job_schema();
-        let old = live_job();
-        let mut mid = apply_merge_patch(&old, &first);
-        managed::track_update(Some(&old), &mut mid, Some(&schema), part, managers[0], "batch/v1", "", "t1");
+        let mid = patched_by(&first, &schema, part, managers[0]);
         let mut new = apply_merge_patch(&mid, &second);
         let mut decoded = new.clone();
         managed::track_update(Some(&mid), &mut new, Some(&schema), part, managers[1], "batch/v1", "", "t2");
@@ -355,9 +362,7 @@ proptest! {
         part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
     ) {
         let schema = job_schema();
-        let old = live_job();
-        let mut mid = apply_merge_patch(&old, &first);
-        managed::track_update(Some(&old), &mut mid, Some(&schema), part, managers[0], "batch/v1", "", "t1");
+        let mid = patched_by(&first, &schema, part, managers[0]);
         let names_managed_fields = second.get("metadata").is_some_and(|m| !m.is_object() || m.get("managedFields").is_some());
         prop_assume!(!names_managed_fields);
         let mut copied = apply_merge_patch(&mid, &second);

@@ -755,8 +755,8 @@ pub fn track_update(
         return false;
     };
     // A write that sends other managedFields than the live ones replaces them.
-    let sent = new.get("metadata").and_then(|m| m.get("managedFields"));
-    let live = old.get("metadata").and_then(|m| m.get("managedFields"));
+    let sent = managed_fields(new);
+    let live = managed_fields(old);
     if sent.is_some() && !crate::json::opt_equal(sent, live) {
         return false;
     }
