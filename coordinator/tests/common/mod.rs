@@ -6,9 +6,19 @@
 pub mod etcd;
 pub mod workload;
 
-/// A port nobody listens on now.
+/// A port nobody listens on now, and not handed out before by this process: the kernel may give
+/// the same port to two binds in a row once the first is dropped, and a test that picks two
+/// listen ports before starting either process then had both bind one (`Address already in use`).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        if HANDED_OUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(port) {
+            return port;
+        }
+    }
 }
 
 /// `/metrics` as text, or `None` while it does not answer with 200.
