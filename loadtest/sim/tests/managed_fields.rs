@@ -81,3 +81,79 @@ async fn a_write_without_a_user_agent_is_tracked_under_no_name() {
         "the unnamed writer lost f:k: {patched:#}"
     );
 }
+
+/// The member names of a FieldsV1 node.
+fn members(node: &Value) -> Vec<&str> {
+    node.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default()
+}
+
+/// kube-apiserver records the creator's fields after decoding (defaults included) and before
+/// admission and the strategy (create.go: `UpdateNoErrors`, then `Admit`, then `BeforeCreate`).
+/// What the ServiceAccount, Priority and DefaultTolerationSeconds plugins add to a Pod, and the
+/// selector and template labels the Job strategy generates, are in the object and nobody's, as
+/// `kubectl get -o yaml --show-managed-fields` shows on a real cluster.
+#[tokio::test]
+async fn a_creator_owns_the_defaults_but_not_what_admission_and_the_strategy_add() {
+    let sim = common::api_only().await;
+    let url = sim.url();
+    let headers =
+        [("Content-Type", "application/json"), ("User-Agent", "kubectl-create/v1.37.1 (linux/amd64)")];
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "1"]}]}});
+    let (code, created) =
+        send(&url, "POST", "/api/v1/namespaces/default/pods", &headers, &pod.to_string()).await;
+    assert_eq!(code, 201, "{created}");
+    let tracked = entries(&created);
+    assert_eq!(tracked.len(), 1, "{created:#}");
+    assert_eq!(tracked[0]["manager"], "kubectl-create");
+    let spec = &tracked[0]["fieldsV1"]["f:spec"];
+    assert_eq!(
+        members(spec),
+        [
+            "f:containers",
+            "f:dnsPolicy",
+            "f:enableServiceLinks",
+            "f:restartPolicy",
+            "f:schedulerName",
+            "f:securityContext",
+            "f:terminationGracePeriodSeconds"
+        ],
+        "{spec:#}"
+    );
+    assert_eq!(
+        members(&spec["f:containers"]["k:{\"name\":\"main\"}"]),
+        [
+            ".",
+            "f:command",
+            "f:image",
+            "f:imagePullPolicy",
+            "f:name",
+            "f:terminationMessagePath",
+            "f:terminationMessagePolicy"
+        ]
+    );
+    for added in ["serviceAccountName", "serviceAccount", "priority", "preemptionPolicy", "tolerations"] {
+        assert!(created["spec"].get(added).is_some(), "admission set {added}: {created:#}");
+    }
+
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "pi", "image": "perl", "command": ["perl"]}]}}}});
+    let (code, created) =
+        send(&url, "POST", "/apis/batch/v1/namespaces/default/jobs", &headers, &job.to_string()).await;
+    assert_eq!(code, 201, "{created}");
+    let tracked = entries(&created);
+    assert_eq!(tracked.len(), 1, "{created:#}");
+    let spec = &tracked[0]["fieldsV1"]["f:spec"];
+    for defaulted in ["f:backoffLimit", "f:completionMode", "f:completions", "f:parallelism", "f:suspend"] {
+        assert!(spec.get(defaulted).is_some(), "{defaulted} is the creator's: {spec:#}");
+    }
+    assert!(spec.get("f:selector").is_none(), "the generated selector is nobody's: {spec:#}");
+    assert_eq!(
+        members(&spec["f:template"]),
+        ["f:spec"],
+        "the generated template labels are nobody's: {spec:#}"
+    );
+    assert!(created["spec"]["selector"]["matchLabels"].get("batch.kubernetes.io/controller-uid").is_some());
+    assert!(created["spec"]["template"]["metadata"]["labels"].get("job-name").is_some());
+}

@@ -49,34 +49,28 @@ fn kind_of(api_version: &str, kind: &str) -> Kind {
     }
 }
 
-/// Create: defaults, PrepareForCreate (Job: generated selector and template labels unless
-/// manualSelector, status `{}`, generation 1; CronJob: status `{}`, generation 1; Pod: admission
-/// plugin defaults, phase Pending / qosClass when absent, generation 1), then validation.
+/// Create: [`decode_create`] then [`admit_decoded_create`], for callers that track no managed
+/// fields in between.
 pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), Vec<FieldError>> {
+    decode_create(api_version, kind, obj)?;
+    admit_decoded_create(api_version, kind, obj)
+}
+
+/// What decoding a create's body does: the typed decode (wrong JSON types are rejected whole)
+/// and the scheme's defaults. kube-apiserver records the creator's `managedFields` right after
+/// this and before admission (create.go: `fieldManager.UpdateNoErrors`, then `Admit`), so the
+/// defaults are the creator's fields and what admission and the strategy add below is nobody's.
+pub fn decode_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), Vec<FieldError>> {
     match kind_of(api_version, kind) {
         Kind::Job => {
             decode_check(obj, Kind::Job)?;
             job::default_job(obj);
-            job::prepare_for_create(obj);
-            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
-            errs.extend(job::validate_job(obj, &job::JobOpts::for_create()));
-            into_result(errs)
         }
         Kind::CronJob => {
             decode_check(obj, Kind::CronJob)?;
             cronjob::default_cronjob(obj);
-            cronjob::prepare_for_create(obj);
-            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
-            errs.extend(cronjob::validate_create(obj));
-            into_result(errs)
         }
-        Kind::Pod => {
-            pod::admit_pod_create(obj);
-            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
-            errs.extend(pod_validation::validate_pods_spec(obj.get("spec")));
-            errs.extend(pod_validation::validate_pod_only(obj.get("spec"), true));
-            into_result(errs)
-        }
+        Kind::Pod => pod::default_pod(obj),
         Kind::Other => {
             // core/v1 SetDefaults_Secret.
             if (api_version, kind) == ("v1", "Secret")
@@ -85,8 +79,37 @@ pub fn admit_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<()
             {
                 secret.insert("type".into(), Value::String("Opaque".into()));
             }
-            into_result(object_meta::validate_object_meta(api_version, kind, obj))
         }
+    }
+    Ok(())
+}
+
+/// The rest of a create after [`decode_create`]: the admission plugins' mutations,
+/// PrepareForCreate (Job: generated selector and template labels unless manualSelector, status
+/// `{}`, generation 1; CronJob: status `{}`, generation 1; Pod: ServiceAccount, Priority and
+/// DefaultTolerationSeconds, phase Pending and qosClass, generation 1), then validation.
+pub fn admit_decoded_create(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), Vec<FieldError>> {
+    match kind_of(api_version, kind) {
+        Kind::Job => {
+            job::prepare_for_create(obj);
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(job::validate_job(obj, &job::JobOpts::for_create()));
+            into_result(errs)
+        }
+        Kind::CronJob => {
+            cronjob::prepare_for_create(obj);
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(cronjob::validate_create(obj));
+            into_result(errs)
+        }
+        Kind::Pod => {
+            pod::admit_decoded_pod_create(obj);
+            let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
+            errs.extend(pod_validation::validate_pods_spec(obj.get("spec")));
+            errs.extend(pod_validation::validate_pod_only(obj.get("spec"), true));
+            into_result(errs)
+        }
+        Kind::Other => into_result(object_meta::validate_object_meta(api_version, kind, obj)),
     }
 }
 
@@ -180,7 +203,7 @@ pub fn admit_update(
             into_result(errs)
         }
         Kind::Pod => {
-            pod::admit_pod_update(obj);
+            pod::default_pod(obj);
             prepare_for_update(old, obj, true);
             let mut errs = object_meta::validate_object_meta(api_version, kind, obj);
             errs.extend(pod_validation::validate_pods_spec(obj.get("spec")));

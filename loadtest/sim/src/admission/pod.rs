@@ -267,13 +267,27 @@ fn path_component_ok(c: &str) -> bool {
 
 /// Pod create: defaults, the admission plugins every cluster runs, and PrepareForCreate's
 /// status (reset to phase Pending and the qosClass, whatever the request said) and generation.
+#[cfg(test)]
 pub(crate) fn admit_pod_create(pod: &mut Value) {
+    default_pod(pod);
+    admit_decoded_pod_create(pod);
+}
+
+/// The defaults decoding a Pod applies (SetDefaults_Pod and SetDefaults_PodSpec), on create
+/// and again on every update (main resource or /status).
+pub(crate) fn default_pod(pod: &mut Value) {
+    if let Some(spec) = pod.as_object_mut().and_then(|o| child_obj(o, "spec")) {
+        default_pod_spec(spec, true);
+    }
+}
+
+/// What follows decoding a created Pod: the admission plugins, then PrepareForCreate.
+pub(crate) fn admit_decoded_pod_create(pod: &mut Value) {
     let Some(obj) = pod.as_object_mut() else { return };
     if let Some(meta) = child_obj(obj, "metadata") {
         meta.insert("generation".to_string(), json!(1));
     }
     let Some(spec) = child_obj(obj, "spec") else { return };
-    default_pod_spec(spec, true);
     admission_plugins(spec);
     let qos = super::qos::pod_qos_class(spec);
     let gated = spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty());
@@ -293,13 +307,6 @@ pub(crate) fn admit_pod_create(pod: &mut Value) {
                 "message": "Scheduling is blocked due to non-empty scheduling gates",
             }]),
         );
-    }
-}
-
-/// Pod update (main resource or /status): decoding applies the defaults again.
-pub(crate) fn admit_pod_update(pod: &mut Value) {
-    if let Some(spec) = pod.as_object_mut().and_then(|o| child_obj(o, "spec")) {
-        default_pod_spec(spec, true);
     }
 }
 
@@ -495,7 +502,7 @@ mod tests {
             [json!(null), json!([]), json!({"spec": 3}), json!({"spec": {"containers": "x", "volumes": [1]}})]
         {
             admit_pod_create(&mut v);
-            admit_pod_update(&mut v);
+            default_pod(&mut v);
         }
     }
 }

@@ -277,7 +277,7 @@ impl ApiServer {
                 crate::field_error::FieldError::required("metadata.name", "name or generateName is required");
             return Err(ApiError::invalid(&rt, "", &[err]));
         }
-        admission::admit_create(&api_version, &rt.kind, &mut obj)
+        admission::decode_create(&api_version, &rt.kind, &mut obj)
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
         if let Some(manager) = opts.manager.as_deref() {
             let kind = SchemaKind::for_kind(&api_version, &rt.kind);
@@ -293,6 +293,8 @@ impl ApiServer {
                 &meta::now_seconds(),
             );
         }
+        admission::admit_decoded_create(&api_version, &rt.kind, &mut obj)
+            .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
         let attempts = if name.is_empty() { GENERATE_NAME_ATTEMPTS } else { 1 };
         for attempt in 0..attempts {
             let mut candidate = if attempt + 1 == attempts { std::mem::take(&mut obj) } else { obj.clone() };
