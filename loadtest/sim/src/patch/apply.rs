@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::error::PatchError;
-use super::managed::{self, FieldPath, Part};
+use super::managed::{self, FieldPath, Marks, Part};
 use super::schema::{FieldDef, Schema, SchemaKind, SsaKeys, SsaList};
 
 /// Applies `applied` (the decoded apply-patch body) for `field_manager`. With no live object the
@@ -63,7 +63,9 @@ pub fn apply_server_side(
     {
         // skipNonAppliedManager: the fields of an object nobody tracked belong to
         // "before-first-apply" before the first apply.
-        let fields: BTreeSet<FieldPath> = managed::leaves(live, schema, part).into_keys().collect();
+        // An Update from the kind's zero value to the live object (skipNonAppliedManager).
+        let fields: BTreeSet<FieldPath> =
+            managed::field_paths(live, schema, part, Marks::BeyondZeroValue).into_keys().collect();
         managers.push(managed::Entry {
             manager: "before-first-apply".into(),
             operation: "Update".into(),
@@ -80,15 +82,23 @@ pub fn apply_server_side(
         managers.iter().filter(|e| mine(e)).flat_map(|e| e.fields.clone()).collect();
     let owned_by_others: BTreeSet<&FieldPath> =
         managers.iter().filter(|e| !mine(e)).flat_map(|e| e.fields.iter()).collect();
-    let mut dropped: Vec<&FieldPath> =
-        last.iter().filter(|p| !applied_set.contains(*p) && !owned_by_others.contains(p)).collect();
+    // Only what `ToFieldSet` of the merged object holds is pruned (structured-merge-diff's
+    // prune and addBackDanglingItems): a map or struct the last apply brought (a `"."` of the
+    // entry it took over from an `Update`) is not removed whole, only the leaves below it
+    // that nobody owns.
+    let merged_set = managed::leaves(&result, schema, part);
+    let mut dropped: Vec<&FieldPath> = last
+        .iter()
+        .filter(|p| merged_set.contains_key(*p) && !applied_set.contains(*p) && !owned_by_others.contains(p))
+        .collect();
     dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for path in dropped {
         remove_path(&mut result, path);
     }
-    let empty = Value::Object(Map::new());
-    let before = managed::leaves(live.unwrap_or(&empty), schema, part);
-    let after = managed::leaves(&result, schema, part);
+    // As `Compare` tells it: a container the result lacks is removed from whoever had it.
+    let before = live.map(|l| managed::field_paths(l, schema, part, Marks::Containers)).unwrap_or_default();
+    let created = if live.is_some() { Marks::Containers } else { Marks::BeyondZeroValue };
+    let after = managed::field_paths(&result, schema, part, created);
     let c = managed::compare(&before, &after);
     let changed: BTreeSet<&FieldPath> = c.added.iter().chain(c.modified.iter()).collect();
     let mut conflicts: Vec<(String, FieldPath)> = Vec::new();

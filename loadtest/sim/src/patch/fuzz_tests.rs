@@ -224,8 +224,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     /// `managed::diff`, which walks only the members that differ, finds exactly what comparing
-    /// every leaf of both objects finds (structured-merge-diff's `Compare`), for random merge
-    /// patches of a live Job and for random objects.
+    /// every leaf, list item and container of both objects finds (structured-merge-diff's
+    /// `Compare`), for random merge patches of a live Job and for random objects.
     #[test]
     fn managed_fields_diff_equals_comparing_every_leaf(
         old in prop_oneof![Just(live_job()), arb_json()],
@@ -236,8 +236,8 @@ proptest! {
         for part in [managed::Part::All, managed::Part::Main, managed::Part::Status] {
             for (a, b) in [(&old, &new), (&new, &old)] {
                 let expected = managed::compare(
-                    &managed::leaves(a, schema.schema(), part),
-                    &managed::leaves(b, schema.schema(), part),
+                    &managed::field_paths(a, schema.schema(), part, managed::Marks::Containers),
+                    &managed::field_paths(b, schema.schema(), part, managed::Marks::Containers),
                 );
                 let c = managed::diff(a, b, schema.schema(), part);
                 // `track_update` answers a change found by the diff for "the objects differ",
@@ -248,16 +248,20 @@ proptest! {
         }
     }
 
-    /// What a create records, built in one walk, is the FieldsV1 of every leaf.
+    /// What a create records, built in one walk, is the FieldsV1 of every leaf, list item and
+    /// container the kind's zero value lacks.
     #[test]
-    fn managed_fields_of_a_create_encode_every_leaf(obj in prop_oneof![Just(live_job()), arb_json()], patch in arb_json()) {
+    fn managed_fields_of_a_create_encode_what_the_zero_value_lacks(
+        obj in prop_oneof![Just(live_job()), arb_json()],
+        patch in arb_json(),
+    ) {
         let obj = apply_merge_patch(&obj, &patch);
         let schema = job_schema();
         for part in [managed::Part::All, managed::Part::Main, managed::Part::Status] {
-            let every_leaf = managed::leaves(&obj, schema.schema(), part).into_keys().collect();
+            let created = managed::field_paths(&obj, schema.schema(), part, managed::Marks::BeyondZeroValue);
             prop_assert_eq!(
-                managed::encode_leaves(&obj, schema.schema(), part),
-                managed::encode_fields(&every_leaf),
+                managed::encode_created(&obj, schema.schema(), part),
+                managed::encode_fields(&created.into_keys().collect()),
                 "part {:?}", part
             );
         }

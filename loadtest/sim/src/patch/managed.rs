@@ -61,8 +61,63 @@ fn root_member_counts(key: &str, part: Part) -> bool {
     }
 }
 
-/// The leaf paths of a value (and the paths of associative-list items), with their values.
+/// Which containers (maps, structs and lists that have members) a walk records as members of
+/// the set, beside the leaves and the list items. structured-merge-diff's `Compare` adds a
+/// container's own path when the other side lacks it (Added or Removed): that is the `"."` of
+/// an `Update` entry for a map, struct or list the write brought. `ToFieldSet`, what an applier
+/// owns, records none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marks {
+    /// Leaves and list items only (`ToFieldSet`).
+    Leaves,
+    /// Every container too: the value is compared with another object.
+    Containers,
+    /// The containers the kind's zero value lacks: a create, which kube-apiserver compares with
+    /// a new empty object (create.go), where `spec`, `status` and the fields marked
+    /// [`FieldDef::in_zero_value`] are present already.
+    BeyondZeroValue,
+}
+
+impl Marks {
+    /// Whether a container at a place that is (`in_zero_value`) or is not in the zero value is
+    /// recorded.
+    fn records(self, in_zero_value: bool) -> bool {
+        match self {
+            Marks::Leaves => false,
+            Marks::Containers => true,
+            Marks::BeyondZeroValue => !in_zero_value,
+        }
+    }
+}
+
+/// Whether the root member `key` of an object of type `schema` is in the kind's zero value:
+/// every built-in kind's `spec` and `status` are structs that are not pointers (a custom
+/// resource's zero value is an empty object).
+fn root_member_in_zero_value(schema: Schema, key: &str) -> bool {
+    schema.is_listed()
+        && (matches!(key, "spec" | "status") || schema.field(key).is_some_and(|f| f.in_zero_value))
+}
+
+/// Whether the member of a node (`parent_in_zero_value`) whose field is `field` is in the zero
+/// value.
+fn member_in_zero_value(parent_in_zero_value: bool, field: Option<&FieldDef>) -> bool {
+    parent_in_zero_value && field.is_some_and(|f| f.in_zero_value)
+}
+
+/// The leaf paths of a value (and the paths of associative-list items), with their values:
+/// [`field_paths`] as `ToFieldSet` gives them.
 pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPath, &Value> {
+    field_paths(v, schema, part, Marks::Leaves)
+}
+
+/// The paths of a value's leaves, list items and the containers `marks` records, with their
+/// values (list items and containers as [`PRESENT`]).
+pub(crate) fn field_paths(
+    v: &Value,
+    schema: Schema,
+    part: Part,
+    marks: Marks,
+) -> BTreeMap<FieldPath, &Value> {
     let mut out = BTreeMap::new();
     let Value::Object(root) = v else { return out };
     for (k, v) in root {
@@ -72,6 +127,8 @@ pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPat
         let field = schema.field(k);
         let (sub, ..) = schema.lookup(k);
         let mut path = vec![format!("f:{k}")];
+        // metadata itself is never recorded (stripmeta.go), its members are; none of them is in
+        // the zero value.
         if k == "metadata"
             && let Value::Object(meta) = v
         {
@@ -80,23 +137,27 @@ pub(crate) fn leaves(v: &Value, schema: Schema, part: Part) -> BTreeMap<FieldPat
                     continue;
                 }
                 path.push(format!("f:{mk}"));
-                collect(mv, sub, sub.field(mk), &mut path, &mut out);
+                collect(mv, sub, sub.field(mk), &mut path, &mut out, marks, false);
                 path.pop();
             }
             continue;
         }
-        collect(v, sub, field, &mut path, &mut out);
+        collect(v, sub, field, &mut path, &mut out, marks, root_member_in_zero_value(schema, k));
     }
     out
 }
 
-/// What changed from `old` to `new`: the same answer as comparing their [`leaves`], found by
+/// What changed from `old` to `new`: the same answer as comparing their [`field_paths`] with
+/// [`Marks::Containers`], found by
 /// walking both at once and collecting leaves only under members that differ, so an update that
 /// changes one label does not enumerate (and allocate a path for) every field of the object.
 pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comparison {
     let mut c = Comparison::default();
     let (Value::Object(o), Value::Object(n)) = (old, new) else {
-        return compare(&leaves(old, schema, part), &leaves(new, schema, part));
+        return compare(
+            &field_paths(old, schema, part, Marks::Containers),
+            &field_paths(new, schema, part, Marks::Containers),
+        );
     };
     let mut path = Vec::new();
     for (k, ov, nv) in members_of_both(o, n) {
@@ -121,7 +182,12 @@ pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comp
                 }
             }
             // A metadata that is not an object on both sides: too rare to walk apart.
-            ("metadata", ..) => return compare(&leaves(old, schema, part), &leaves(new, schema, part)),
+            ("metadata", ..) => {
+                return compare(
+                    &field_paths(old, schema, part, Marks::Containers),
+                    &field_paths(new, schema, part, Marks::Containers),
+                );
+            }
             _ => diff_at(ov, nv, sub, schema.field(k), &mut path, &mut c),
         }
         path.pop();
@@ -187,10 +253,10 @@ fn diff_at(
     let mut before = BTreeMap::new();
     let mut after = BTreeMap::new();
     if let Some(o) = old {
-        collect(o, schema, field, path, &mut before);
+        collect(o, schema, field, path, &mut before, Marks::Containers, false);
     }
     if let Some(n) = new {
-        collect(n, schema, field, path, &mut after);
+        collect(n, schema, field, path, &mut after, Marks::Containers, false);
     }
     merge_comparison(c, compare(&before, &after));
 }
@@ -220,28 +286,38 @@ fn list_kind(field: Option<&FieldDef>) -> SsaList {
     field.map_or(SsaList::Atomic, FieldDef::ssa_list)
 }
 
-/// Collects the leaves under `path` of value `v`, whose type is `schema` as field `field`.
+/// Collects the leaves under `path` of value `v`, whose type is `schema` as field `field`, and
+/// the containers `marks` records (`in_zero_value`: whether `v`'s place is in the zero value).
 fn collect<'a>(
     v: &'a Value,
     schema: Schema,
     field: Option<&FieldDef>,
     path: &mut FieldPath,
     out: &mut BTreeMap<FieldPath, &'a Value>,
+    marks: Marks,
+    in_zero_value: bool,
 ) {
     match v {
         Value::Object(m) if descends(v, field) => {
+            if marks.records(in_zero_value) {
+                out.insert(path.clone(), &PRESENT);
+            }
             for (k, v) in m {
                 if v.is_null() {
                     continue;
                 }
                 path.push(format!("f:{k}"));
                 let (sub, ..) = schema.lookup(k);
-                collect(v, sub, schema.field(k), path, out);
+                let field = schema.field(k);
+                collect(v, sub, field, path, out, marks, member_in_zero_value(in_zero_value, field));
                 path.pop();
             }
         }
         Value::Array(items) => match list_kind(field) {
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                if marks.records(in_zero_value) {
+                    out.insert(path.clone(), &PRESENT);
+                }
                 for item in items {
                     path.push(format!("k:{}", Value::Object(item_key(item, keys))));
                     out.insert(path.clone(), &PRESENT);
@@ -252,7 +328,7 @@ fn collect<'a>(
                             }
                             path.push(format!("f:{k}"));
                             let (sub, ..) = schema.lookup(k);
-                            collect(v, sub, schema.field(k), path, out);
+                            collect(v, sub, schema.field(k), path, out, marks, false);
                             path.pop();
                         }
                     }
@@ -260,6 +336,9 @@ fn collect<'a>(
                 }
             }
             SsaList::Set if !items.is_empty() => {
+                if marks.records(in_zero_value) {
+                    out.insert(path.clone(), &PRESENT);
+                }
                 for item in items {
                     path.push(format!("v:{item}"));
                     out.insert(path.clone(), &PRESENT);
@@ -298,7 +377,9 @@ pub(crate) fn compare(old: &BTreeMap<FieldPath, &Value>, new: &BTreeMap<FieldPat
             None => {
                 c.added.insert(p.clone());
             }
-            Some(o) if o != v => {
+            // A container on one side and an empty one (a leaf) on the other is no change of
+            // the node itself: `Compare` records a node only when a side lacks it.
+            Some(o) if o != v && !o.is_null() && !v.is_null() => {
                 c.modified.insert(p.clone());
             }
             Some(_) => {}
@@ -430,17 +511,19 @@ pub(crate) fn encode_fields(set: &BTreeSet<FieldPath>) -> Value {
     root.render()
 }
 
-/// The FieldsV1 of every leaf of `v`: `encode_fields` of the keys of [`leaves`], built in one
-/// walk straight into the value, without a path per leaf or a tree in between (what a create
-/// records for its manager).
-pub(crate) fn encode_leaves(v: &Value, schema: Schema, part: Part) -> Value {
-    encode_leaves_directly(v, schema, part)
+/// What a create records for its manager: `encode_fields` of the keys of [`field_paths`] with
+/// [`Marks::BeyondZeroValue`], built in one walk straight into the value, without a path per
+/// field or a tree in between.
+pub(crate) fn encode_created(v: &Value, schema: Schema, part: Part) -> Value {
+    encode_created_directly(v, schema, part)
         // Two items of a list with the same key share one node; merging them is left to the sets.
-        .unwrap_or_else(|| encode_fields(&leaves(v, schema, part).into_keys().collect()))
+        .unwrap_or_else(|| {
+            encode_fields(&field_paths(v, schema, part, Marks::BeyondZeroValue).into_keys().collect())
+        })
 }
 
-/// [`encode_leaves`], or `None` where two list items have the same key.
-fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value> {
+/// [`encode_created`], or `None` where two list items have the same key.
+fn encode_created_directly(v: &Value, schema: Schema, part: Part) -> Option<Value> {
     let mut members = Vec::new();
     if let Value::Object(root) = v {
         for (k, v) in root {
@@ -455,14 +538,17 @@ fn encode_leaves_directly(v: &Value, schema: Schema, part: Part) -> Option<Value
                         if mv.is_null() || STRIPPED_METADATA.contains(&mk.as_str()) {
                             continue;
                         }
-                        recorded.push((field_element(mk), fields_of(mv, sub, sub.field(mk))?));
+                        recorded.push((field_element(mk), fields_of(mv, sub, sub.field(mk), false)?));
                     }
                     if recorded.is_empty() {
                         continue;
                     }
                     fields_node(recorded, false)?
                 }
-                _ => remembered_fields_of(v, sub, schema.field(k))?,
+                _ => match schema.field(k) {
+                    Some(field) => remembered_fields_of(v, sub, field, root_member_in_zero_value(schema, k))?,
+                    None => fields_of(v, sub, None, root_member_in_zero_value(schema, k))?,
+                },
             };
             members.push((field_element(k), fields));
         }
@@ -478,35 +564,45 @@ fn field_element(name: &str) -> String {
     element
 }
 
-/// The FieldsV1 at the place of `v` ([`collect`] as a set), or `None` where two list items
-/// have the same key. Reads nothing but its arguments: [`remembered_fields_of`] remembers its
-/// answers by the value and the place alone.
-fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>) -> Option<Value> {
+/// The FieldsV1 a create records at the place of `v` ([`collect`] with
+/// [`Marks::BeyondZeroValue`] as a set; `in_zero_value`: whether the place is in the zero
+/// value), or `None` where two list items have the same key. Reads nothing but its arguments:
+/// [`remembered_fields_of`] remembers its answers by the value and the place alone.
+fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>, in_zero_value: bool) -> Option<Value> {
     let member = || Some(Value::Object(Map::new()));
-    let members_of = |m: &Map<String, Value>, schema: Schema| -> Option<Vec<(String, Value)>> {
-        m.iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| Some((field_element(k), fields_of(v, schema.lookup(k).0, schema.field(k))?)))
-            .collect()
-    };
+    let members_of =
+        |m: &Map<String, Value>, schema: Schema, in_zero_value: bool| -> Option<Vec<(String, Value)>> {
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| {
+                    let field = schema.field(k);
+                    let fields =
+                        fields_of(v, schema.lookup(k).0, field, member_in_zero_value(in_zero_value, field))?;
+                    Some((field_element(k), fields))
+                })
+                .collect()
+        };
+    let container = !in_zero_value;
     match v {
-        Value::Object(m) if descends(v, field) => fields_node(members_of(m, schema)?, false),
+        Value::Object(m) if descends(v, field) => {
+            fields_node(members_of(m, schema, in_zero_value)?, container)
+        }
         Value::Array(items) => match list_kind(field) {
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 let mut listed = Vec::with_capacity(items.len());
                 for item in items {
                     let key = format!("k:{}", Value::Object(item_key(item, keys)));
                     let members = match item {
-                        Value::Object(m) => members_of(m, schema)?,
+                        Value::Object(m) => members_of(m, schema, false)?,
                         _ => Vec::new(),
                     };
                     listed.push((key, fields_node(members, true)?));
                 }
-                fields_node(listed, false)
+                fields_node(listed, container)
             }
             SsaList::Set if !items.is_empty() => fields_node(
                 items.iter().map(|item| (format!("v:{item}"), Value::Object(Map::new()))).collect(),
-                false,
+                container,
             ),
             _ => member(),
         },
@@ -518,11 +614,17 @@ thread_local! {
     static FIELDS_OF: RefCell<Memo<Value>> = const { RefCell::new(Memo::new()) };
 }
 
-/// [`fields_of`], remembered for a value identical to one met before at the same place (the
-/// pods of a Job share their spec): see [`value_memo`].
-fn remembered_fields_of(v: &Value, schema: Schema, field: Option<&'static FieldDef>) -> Option<Value> {
-    let place = (schema.address(), field.map_or(0, |f| std::ptr::from_ref(f) as usize));
-    value_memo::remembered(&FIELDS_OF, place, v, |v| fields_of(v, schema, field))
+/// [`fields_of`] of a root member with a listed `field`, remembered for a value identical to one
+/// met before at the same place (the pods of a Job share their spec): see [`value_memo`]. A
+/// listed root field is of one kind, so whether it is in the zero value follows from the place.
+fn remembered_fields_of(
+    v: &Value,
+    schema: Schema,
+    field: &'static FieldDef,
+    in_zero_value: bool,
+) -> Option<Value> {
+    let place = (schema.address(), std::ptr::from_ref(field) as usize);
+    value_memo::remembered(&FIELDS_OF, place, v, |v| fields_of(v, schema, Some(field), in_zero_value))
 }
 
 /// A FieldsV1 node of `children` (any order), with `"."` when it is a `member` itself and has
@@ -748,7 +850,7 @@ pub fn track_update(
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
     let Some(old) = old else {
         // A create: the manager owns every field the object has.
-        let fields = encode_leaves(new, schema, part);
+        let fields = encode_created(new, schema, part);
         let owned = fields.as_object().is_some_and(|f| !f.is_empty());
         let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
         set_managed_fields(new, entry.into_iter().collect());
@@ -888,15 +990,17 @@ mod tests {
             "spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "args": ["x"]}],
                 "tolerations": [{"key": "k"}, {"key": "k"}]}
         });
+        let created = |obj, part| field_paths(obj, pod(), part, Marks::BeyondZeroValue).into_keys().collect();
         for part in [Part::All, Part::Main] {
-            let every_leaf = leaves(&obj, pod(), part).into_keys().collect();
-            assert_eq!(encode_leaves(&obj, pod(), part), encode_fields(&every_leaf));
-            assert_eq!(encode_leaves_directly(&obj, pod(), part), None, "the containers share a key");
+            assert_eq!(encode_created(&obj, pod(), part), encode_fields(&created(&obj, part)));
+            assert_eq!(encode_created_directly(&obj, pod(), part), None, "the containers share a key");
         }
         let distinct =
             json!({"metadata": {"finalizers": ["a", "a"]}, "spec": {"containers": [{"name": "c"}]}});
-        let every_leaf = leaves(&distinct, pod(), Part::All).into_keys().collect();
-        assert_eq!(encode_leaves_directly(&distinct, pod(), Part::All), Some(encode_fields(&every_leaf)));
+        assert_eq!(
+            encode_created_directly(&distinct, pod(), Part::All),
+            Some(encode_fields(&created(&distinct, Part::All)))
+        );
     }
 
     /// FieldsV1 as kube-apiserver writes it for a created pod (`kubectl create`).
@@ -934,6 +1038,47 @@ mod tests {
         );
     }
 
+    /// structured-merge-diff's `Compare` adds a map, struct or list the other side lacks: an
+    /// update that brings one owns it (`"."` beside its members); one that adds to a map that
+    /// was there owns only what it adds. Seen on real clusters as `f:annotations: {.: {}, …}`
+    /// and `f:ports: {.: {}, k:{…}: …}` in `Update` entries.
+    #[test]
+    fn an_update_owns_the_maps_and_lists_it_brings() {
+        let kind = SchemaKind::for_kind("v1", "Pod");
+        let schema = kind.as_ref();
+        let mut live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        track_update(None, &mut live, schema, Part::Main, "creator", "v1", "", "t1");
+        let mut new = live.clone();
+        new["metadata"]["labels"]["b"] = json!("2");
+        new["metadata"]["annotations"] = json!({"n": "1"});
+        new["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80}]);
+        new["spec"]["containers"][0]["securityContext"] = json!({"runAsUser": 1});
+        track_update(Some(&live), &mut new, schema, Part::Main, "updater", "v1", "", "t2");
+        let updater = entries(&new).into_iter().find(|e| e.manager == "updater").expect("an entry");
+        assert_eq!(
+            encode_fields(&updater.fields),
+            json!({
+                "f:metadata": {"f:annotations": {".": {}, "f:n": {}}, "f:labels": {"f:b": {}}},
+                "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {
+                    "f:ports": {".": {}, "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}},
+                    "f:securityContext": {".": {}, "f:runAsUser": {}}
+                }}}
+            })
+        );
+        // The creator keeps its labels map; taking the annotations away takes their map from
+        // the updater too.
+        let mut removed = new.clone();
+        removed["metadata"].as_object_mut().unwrap().remove("annotations");
+        track_update(Some(&new), &mut removed, schema, Part::Main, "remover", "v1", "", "t3");
+        let by = |m: &str| {
+            entries(&removed).into_iter().find(|e| e.manager == m).map(|e| encode_fields(&e.fields))
+        };
+        assert_eq!(by("creator").unwrap()["f:metadata"], json!({"f:labels": {".": {}, "f:a": {}}}));
+        assert_eq!(by("updater").unwrap()["f:metadata"], json!({"f:labels": {"f:b": {}}}));
+        assert_eq!(by("remover"), None, "removing owns nothing");
+    }
+
     #[test]
     fn updates_take_what_they_change_and_drop_what_they_remove() {
         let kind = SchemaKind::for_kind("v1", "ConfigMap");
@@ -944,7 +1089,9 @@ mod tests {
         let e = entries(&created);
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].manager.as_str(), e[0].operation.as_str()), ("kubectl-create", "Update"));
-        assert_eq!(e[0].fields.len(), 2);
+        // The data map itself (`Compare` adds a container the zero value lacks: `"."`), a and b.
+        assert_eq!(e[0].fields.len(), 3);
+        assert_eq!(encode_fields(&e[0].fields), json!({"f:data": {".": {}, "f:a": {}, "f:b": {}}}));
 
         let mut patched = created.clone();
         patched["data"] = json!({"a": "9", "c": "3"});
@@ -952,9 +1099,29 @@ mod tests {
         let e = entries(&patched);
         let by = |m: &str| e.iter().find(|e| e.manager == m).map(|e| e.fields.clone()).unwrap_or_default();
         let path = |k: &str| vec!["f:data".to_string(), format!("f:{k}")];
-        assert!(by("kubectl-create").is_empty(), "a was taken over, b removed");
+        assert_eq!(
+            by("kubectl-create"),
+            [vec!["f:data".to_string()]].into_iter().collect(),
+            "a was taken over, b removed; the map it brought stays its own"
+        );
         assert_eq!(by("kubectl-patch"), [path("a"), path("c")].into_iter().collect());
-        assert_eq!(e.len(), 1, "a manager with nothing left is dropped");
+
+        // A manager with nothing left is dropped.
+        let mut emptied = patched.clone();
+        emptied["data"] = json!({"a": "9", "c": "4"});
+        emptied["metadata"]["annotations"] = json!({"x": "y"});
+        track_update(Some(&patched), &mut emptied, schema, Part::All, "kubectl-create", "v1", "", "t3");
+        let e = entries(&emptied);
+        assert_eq!(e.len(), 2, "{e:?}");
+        let mut replaced = emptied.clone();
+        replaced.as_object_mut().unwrap().remove("data");
+        track_update(Some(&emptied), &mut replaced, schema, Part::All, "other", "v1", "", "t4");
+        let e = entries(&replaced);
+        assert_eq!(
+            e.iter().map(|e| e.manager.as_str()).collect::<Vec<_>>(),
+            ["kubectl-create"],
+            "the data map and its keys went with it: {e:?}"
+        );
 
         // An object without managedFields is not tracked on update.
         let mut untracked =

@@ -27,6 +27,11 @@ pub(crate) struct FieldDef {
     pub merge_key: &'static str,
     /// How server-side apply treats the field.
     pub ssa: Ssa,
+    /// Whether the field is in its type's zero value as kube-apiserver converts it to compare
+    /// (`DefaultUnstructuredConverter`): a struct that is not a pointer, or a list without
+    /// `omitempty` (as null). A create is compared with the zero value of its kind, so such a
+    /// field is not new on create and its creator's entry has no `.` for it.
+    pub in_zero_value: bool,
 }
 
 /// Server-side apply semantics of a field (`elementRelationship` in the SSA schema).
@@ -94,7 +99,7 @@ const fn field(
     strategy: &'static str,
     key: &'static str,
 ) -> FieldDef {
-    FieldDef { json, ty, strategy, merge_key: key, ssa: Ssa::Derived }
+    FieldDef { json, ty, strategy, merge_key: key, ssa: Ssa::Derived, in_zero_value: false }
 }
 
 /// A struct-typed field without tags.
@@ -114,12 +119,17 @@ const fn merge_set(json: &'static str) -> FieldDef {
 
 /// A field without SMP tags whose SSA semantics are not the default.
 const fn ssa_only(json: &'static str, ssa: Ssa) -> FieldDef {
-    FieldDef { json, ty: None, strategy: "", merge_key: "", ssa }
+    FieldDef { json, ty: None, strategy: "", merge_key: "", ssa, in_zero_value: false }
 }
 
 impl FieldDef {
     const fn with_ssa(self, ssa: Ssa) -> FieldDef {
         FieldDef { ssa, ..self }
+    }
+
+    /// See [`FieldDef::in_zero_value`].
+    const fn in_zero_value(self) -> FieldDef {
+        FieldDef { in_zero_value: true, ..self }
     }
 }
 
@@ -154,7 +164,7 @@ static CONTAINER: TypeDef = TypeDef {
         merge_by("env", "name", None),
         merge_by("volumeMounts", "mountPath", None),
         merge_by("volumeDevices", "devicePath", None),
-        nested("resources", &RESOURCE_REQUIREMENTS),
+        nested("resources", &RESOURCE_REQUIREMENTS).in_zero_value(),
         // resizePolicy, restartPolicyRules, envFrom, command, args: atomic, no SMP tags.
     ],
 };
@@ -164,7 +174,8 @@ static POD_SPEC: TypeDef = TypeDef {
     fields: &[
         field("volumes", None, "merge,retainKeys", "name"),
         merge_by("initContainers", "name", Some(&CONTAINER)),
-        merge_by("containers", "name", Some(&CONTAINER)),
+        // `json:"containers"`, no omitempty: null in the zero value.
+        merge_by("containers", "name", Some(&CONTAINER)).in_zero_value(),
         merge_by("ephemeralContainers", "name", Some(&CONTAINER)),
         merge_by("imagePullSecrets", "name", None),
         merge_by("hostAliases", "ip", None),
@@ -196,7 +207,7 @@ static POD: TypeDef = TypeDef {
 
 static POD_TEMPLATE_SPEC: TypeDef = TypeDef {
     name: "PodTemplateSpec",
-    fields: &[nested("metadata", &OBJECT_META), nested("spec", &POD_SPEC)],
+    fields: &[nested("metadata", &OBJECT_META).in_zero_value(), nested("spec", &POD_SPEC).in_zero_value()],
 };
 
 static NODE_SPEC: TypeDef = TypeDef {
@@ -223,8 +234,31 @@ static NAMESPACE: TypeDef = TypeDef {
     fields: &[nested("metadata", &OBJECT_META), nested("status", &CONDITIONS_STATUS)],
 };
 
-/// ConfigMap, Secret, Endpoints, core/v1 and events.k8s.io/v1 Event, Lease, RBAC kinds: nothing
-/// but ObjectMeta carries patch tags.
+/// core/v1 Event: `involvedObject` is an ObjectReference (`+structType=atomic`) that is not a
+/// pointer, `source` a struct that is not one either; `related` a pointer to an ObjectReference.
+static CORE_EVENT: TypeDef = TypeDef {
+    name: "Event",
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        ssa_only("involvedObject", Ssa::AtomicStruct).in_zero_value(),
+        field("source", None, "", "").in_zero_value(),
+        ssa_only("related", Ssa::AtomicStruct),
+    ],
+};
+
+/// events.k8s.io/v1 Event: `regarding` an ObjectReference that is not a pointer,
+/// `deprecatedSource` a struct that is not one; `related` a pointer to an ObjectReference.
+static EVENTS_EVENT: TypeDef = TypeDef {
+    name: "Event",
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        ssa_only("regarding", Ssa::AtomicStruct).in_zero_value(),
+        field("deprecatedSource", None, "", "").in_zero_value(),
+        ssa_only("related", Ssa::AtomicStruct),
+    ],
+};
+
+/// ConfigMap, Secret, Endpoints, Lease, RBAC kinds: nothing but ObjectMeta carries patch tags.
 static META_ONLY: TypeDef = TypeDef { name: "Object", fields: &[nested("metadata", &OBJECT_META)] };
 
 static SERVICE_SPEC: TypeDef = TypeDef {
@@ -259,7 +293,10 @@ static PERSISTENT_VOLUME_CLAIM: TypeDef = TypeDef {
 
 static JOB_SPEC: TypeDef = TypeDef {
     name: "JobSpec",
-    fields: &[nested("template", &POD_TEMPLATE_SPEC), ssa_only("selector", Ssa::AtomicStruct)],
+    fields: &[
+        nested("template", &POD_TEMPLATE_SPEC).in_zero_value(),
+        ssa_only("selector", Ssa::AtomicStruct),
+    ],
 };
 
 static JOB_STATUS: TypeDef = TypeDef {
@@ -275,11 +312,11 @@ static JOB: TypeDef = TypeDef {
 
 static JOB_TEMPLATE_SPEC: TypeDef = TypeDef {
     name: "JobTemplateSpec",
-    fields: &[nested("metadata", &OBJECT_META), nested("spec", &JOB_SPEC)],
+    fields: &[nested("metadata", &OBJECT_META).in_zero_value(), nested("spec", &JOB_SPEC).in_zero_value()],
 };
 
 static CRON_JOB_SPEC: TypeDef =
-    TypeDef { name: "CronJobSpec", fields: &[nested("jobTemplate", &JOB_TEMPLATE_SPEC)] };
+    TypeDef { name: "CronJobSpec", fields: &[nested("jobTemplate", &JOB_TEMPLATE_SPEC).in_zero_value()] };
 
 static CRON_JOB: TypeDef = TypeDef {
     name: "CronJob",
@@ -292,17 +329,20 @@ static CRON_JOB: TypeDef = TypeDef {
 static DEPLOYMENT_SPEC: TypeDef = TypeDef {
     name: "DeploymentSpec",
     fields: &[
-        nested("template", &POD_TEMPLATE_SPEC),
+        nested("template", &POD_TEMPLATE_SPEC).in_zero_value(),
         ssa_only("selector", Ssa::AtomicStruct),
         // Strategy DeploymentStrategy `patchStrategy:"retainKeys"`
-        field("strategy", None, "retainKeys", ""),
+        field("strategy", None, "retainKeys", "").in_zero_value(),
     ],
 };
 
 /// StatefulSetSpec, DaemonSetSpec, ReplicaSetSpec (volumeClaimTemplates: atomic, no SMP tags).
 static WORKLOAD_SPEC: TypeDef = TypeDef {
     name: "WorkloadSpec",
-    fields: &[nested("template", &POD_TEMPLATE_SPEC), ssa_only("selector", Ssa::AtomicStruct)],
+    fields: &[
+        nested("template", &POD_TEMPLATE_SPEC).in_zero_value(),
+        ssa_only("selector", Ssa::AtomicStruct),
+    ],
 };
 
 static DEPLOYMENT: TypeDef = TypeDef {
@@ -351,11 +391,11 @@ static KINDS: &[(&str, &str, &TypeDef)] = &[
     ("v1", "ServiceAccount", &SERVICE_ACCOUNT),
     ("v1", "Endpoints", &META_ONLY),
     ("v1", "PersistentVolumeClaim", &PERSISTENT_VOLUME_CLAIM),
-    ("v1", "Event", &META_ONLY),
+    ("v1", "Event", &CORE_EVENT),
     ("batch/v1", "Job", &JOB),
     ("batch/v1", "CronJob", &CRON_JOB),
     ("coordination.k8s.io/v1", "Lease", &META_ONLY),
-    ("events.k8s.io/v1", "Event", &META_ONLY),
+    ("events.k8s.io/v1", "Event", &EVENTS_EVENT),
     ("apps/v1", "Deployment", &DEPLOYMENT),
     ("apps/v1", "StatefulSet", &WORKLOAD),
     ("apps/v1", "DaemonSet", &WORKLOAD),
@@ -426,6 +466,11 @@ pub(crate) struct Schema(Option<&'static TypeDef>);
 
 impl Schema {
     pub const OPAQUE: Schema = Schema(None);
+
+    /// Whether this is a listed type (a built-in kind's), not an opaque one.
+    pub fn is_listed(&self) -> bool {
+        self.0.is_some()
+    }
 
     /// The Go type name, for error messages.
     pub fn name(&self) -> &'static str {
