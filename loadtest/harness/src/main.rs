@@ -29,6 +29,7 @@ mod quickstart;
 mod run;
 mod scenario;
 mod splitmix;
+mod stop_signal;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
@@ -180,11 +181,14 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let result = match tokio::runtime::Runtime::new() {
-        // Ctrl-C drops the run, and with it every process it started (killed on drop).
+        // Ctrl-C or SIGTERM drops the run, and with it every process it started (killed on drop).
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
                 result = run::run(&name, scenario, &out, &args.target, args.replay) => result,
-                _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+                signal = stop_signal::stop_requested() => Err(match signal {
+                    Ok(name) => anyhow::anyhow!("stopped by {name}"),
+                    Err(e) => anyhow::Error::from(e).context("waiting for a stop signal"),
+                }),
             }
         }),
         Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
@@ -246,15 +250,16 @@ fn up(mut args: UpArgs) -> ExitCode {
         audit_log,
     };
     let result = match tokio::runtime::Runtime::new() {
-        // Ctrl-C drops everything, and with it every process `up` started (killed on drop).
+        // Ctrl-C or SIGTERM drops everything, and with it every process `up` started (killed on
+        // drop).
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
                 // `up --keep` waits for Ctrl-C itself, and answers whether it passed.
                 biased;
                 result = run_sim(args.sim, Some(options)) => result,
-                r = tokio::signal::ctrl_c() => {
+                r = stop_signal::stop_requested() => {
                     println!("stopping");
-                    r.map(|()| true).context("waiting for Ctrl-C")
+                    r.map(|_| true).context("waiting for Ctrl-C")
                 }
             }
         }),
@@ -300,7 +305,7 @@ async fn run_sim(args: SimArgs, quickstart: Option<quickstart::UpOptions>) -> an
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes");
     println!("Press Ctrl-C to stop.");
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    stop_signal::stop_requested().await.context("waiting for Ctrl-C")?;
     println!("stopping");
     Ok(true)
 }

@@ -534,7 +534,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
     println!("everything keeps running (--keep); press Ctrl-C to stop it");
     tokio::select! {
         stopped = controllers.stopped() => Err(stopped),
-        r = tokio::signal::ctrl_c() => {
+        r = crate::stop_signal::stop_requested() => {
             r.context("waiting for Ctrl-C")?;
             println!("stopping");
             Ok(passed)

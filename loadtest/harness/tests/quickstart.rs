@@ -116,8 +116,14 @@ impl Up {
 
     /// Ctrl-C, as a user stops it; whether it exited within the deadline.
     fn interrupt(&mut self) -> bool {
+        self.signal("INT")
+    }
+
+    /// Sends `loadtest up` alone (not its children) the signal named; whether it exited within
+    /// the deadline.
+    fn signal(&mut self, name: &str) -> bool {
         let Some(pid) = self.process.id() else { return true };
-        let _ = std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
+        let _ = std::process::Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
             if !matches!(self.process.try_wait(), Ok(None)) {
@@ -148,13 +154,14 @@ fn parent_and_state(pid: u32) -> Option<(u32, char)> {
     Some((rest.next()?.parse().ok()?, state))
 }
 
-/// Ctrl-C stops `up` and every process it started.
-async fn assert_interrupt_stops_everything(mut up: Up, started: usize) {
+/// Ctrl-C (`INT`), or `TERM` as `kill`, `timeout` and service managers send it to `up` alone,
+/// stops `up` and every process it started.
+async fn assert_signal_stops_everything(mut up: Up, started: usize, signal: &str) {
     let children = up.children();
     assert_eq!(children.len(), started, "processes started by loadtest up: {children:?}");
-    assert!(up.interrupt(), "loadtest up stops on Ctrl-C");
+    assert!(up.signal(signal), "loadtest up stops on SIG{signal}");
     let status = up.process.try_wait().expect("exit status").expect("exited");
-    assert!(status.success(), "loadtest up exited with {status} on Ctrl-C");
+    assert!(status.success(), "loadtest up exited with {status} on SIG{signal}");
     wait_until("the processes loadtest up started are gone", Duration::from_secs(30), || async {
         let alive = children.iter().any(|p| parent_and_state(*p).is_some_and(|(_, state)| state != 'Z'));
         (!alive).then_some(())
@@ -304,7 +311,7 @@ async fn loadtest_up_hands_the_drained_and_killed_workers_shards_over_and_every_
     assert!(listed.as_array().expect("list").iter().any(|w| w["name"] == drained.as_str()), "{listed}");
 
     // The coordinator and the two workers left.
-    assert_interrupt_stops_everything(up, 3).await;
+    assert_signal_stops_everything(up, 3, "INT").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,7 +353,8 @@ async fn loadtest_up_standalone_runs_one_worker_reports_and_ends() {
 }
 
 /// `loadtest up --tls`: the fleet runs over TLS with a throwaway CA, and the fleetctl command
-/// line it prints works as printed, while plaintext is refused.
+/// line it prints works as printed, while plaintext is refused. A SIGTERM to `up` alone stops
+/// the coordinator and the two workers left after the drain and the kill too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loadtest_up_tls_prints_a_fleetctl_command_line_that_works() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -376,4 +384,6 @@ async fn loadtest_up_tls_prints_a_fleetctl_command_line_that_works() {
         .await
         .expect("runs");
     assert!(!out.status.success(), "a plaintext fleetctl is refused");
+
+    assert_signal_stops_everything(up, 3, "TERM").await;
 }
