@@ -6,20 +6,7 @@
 pub mod etcd;
 pub mod workload;
 
-/// A port nobody listens on now, and not handed out before by this process: the kernel may give
-/// the same port to two binds in a row once the first is dropped, and a test that picks two
-/// listen ports before starting either process then had both bind one (`Address already in use`).
-pub fn free_port() -> u16 {
-    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    loop {
-        let port =
-            std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-        if HANDED_OUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(port) {
-            return port;
-        }
-    }
-}
+pub use batchfleet_sim::testing::free_port;
 
 /// `/metrics` as text, or `None` while it does not answer with 200.
 pub async fn scrape(addr: &str) -> Option<String> {

@@ -130,10 +130,7 @@ impl Sim {
     }
 }
 
-/// A port nobody listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
+pub use batchfleet_sim::testing::free_port;
 
 /// `GET path` from an HTTP endpoint of ours: the status code and the body.
 pub async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {

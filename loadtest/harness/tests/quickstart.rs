@@ -33,8 +33,7 @@ struct Up {
 impl Up {
     /// Starts `loadtest up FLAGS` on a free port with its files in `dir`.
     fn start(dir: &Path, flags: &[&str]) -> (Self, tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) {
-        let port =
-            std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let port = batchfleet_sim::testing::free_port();
         let mut process = Command::new(env!("CARGO_BIN_EXE_loadtest"))
             .arg("up")
             .args(flags)
