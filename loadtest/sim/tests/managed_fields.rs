@@ -107,10 +107,10 @@ async fn a_creator_owns_the_defaults_but_not_what_admission_and_the_strategy_add
     let tracked = entries(&created);
     assert_eq!(tracked.len(), 1, "{created:#}");
     assert_eq!(tracked[0]["manager"], "kubectl-create");
-    // As a real cluster shows a `kubectl create`d pod's entry (but for `f:resources: {}`: the
-    // sim does not write the empty `resources` Go's encoder does): the labels map and the
-    // container item brought by the create are members themselves (`"."`); spec and its
-    // containers list are in the zero value, so they are not.
+    // As a real cluster shows a `kubectl create`d pod's entry: the labels map and the container
+    // item brought by the create are members themselves (`"."`); spec and its containers list
+    // are in the zero value, so they are not. `resources` is the empty struct Go's encoder
+    // writes in every container.
     assert_eq!(
         tracked[0]["fieldsV1"],
         json!({
@@ -118,7 +118,7 @@ async fn a_creator_owns_the_defaults_but_not_what_admission_and_the_strategy_add
             "f:spec": {
                 "f:containers": {"k:{\"name\":\"main\"}": {
                     ".": {}, "f:command": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
-                    "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}
+                    "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}
                 }},
                 "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {}, "f:schedulerName": {},
                 "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}
@@ -153,6 +153,24 @@ async fn a_creator_owns_the_defaults_but_not_what_admission_and_the_strategy_add
     let containers = &spec["f:template"]["f:spec"]["f:containers"];
     assert_eq!(members(containers), ["k:{\"name\":\"pi\"}"], "{spec:#}");
     assert_eq!(members(&containers["k:{\"name\":\"pi\"}"])[0], ".", "{spec:#}");
+    assert_eq!(created["spec"]["template"]["spec"]["containers"][0]["resources"], json!({}));
     assert!(created["spec"]["selector"]["matchLabels"].get("batch.kubernetes.io/controller-uid").is_some());
     assert!(created["spec"]["template"]["metadata"]["labels"].get("job-name").is_some());
+
+    // A CronJob's templates carry no labels: their metadata is the empty struct Go writes, `{}`,
+    // in the object and, equal to the zero value's, nowhere in the entry.
+    let cronjob = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+        "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+    let (code, created) =
+        send(&url, "POST", "/apis/batch/v1/namespaces/default/cronjobs", &headers, &cronjob.to_string())
+            .await;
+    assert_eq!(code, 201, "{created}");
+    let job_template = &created["spec"]["jobTemplate"];
+    assert_eq!(job_template["metadata"], json!({}), "{created:#}");
+    assert_eq!(job_template["spec"]["template"]["metadata"], json!({}), "{created:#}");
+    let tracked = entries(&created);
+    let fields = &tracked[0]["fieldsV1"]["f:spec"]["f:jobTemplate"];
+    assert_eq!(members(fields), ["f:spec"], "{:#}", tracked[0]);
+    assert_eq!(members(&fields["f:spec"]["f:template"]), ["f:spec"], "{:#}", tracked[0]);
 }

@@ -18,8 +18,12 @@ pub(crate) fn default_cronjob(cj: &mut Value) {
     set_default(spec, "suspend", json!(false));
     set_default(spec, "successfulJobsHistoryLimit", json!(3));
     set_default(spec, "failedJobsHistoryLimit", json!(1));
-    if let Some(job_spec) = child_obj(spec, "jobTemplate").and_then(|t| child_obj(t, "spec")) {
-        default_job_spec_types(job_spec);
+    if let Some(job_template) = child_obj(spec, "jobTemplate") {
+        // Written as `{}` when empty, as the template's in `default_pod_template`.
+        set_default(job_template, "metadata", json!({}));
+        if let Some(job_spec) = child_obj(job_template, "spec") {
+            default_job_spec_types(job_spec);
+        }
     }
 }
 

@@ -44,9 +44,13 @@ pub(crate) fn default_pod_spec(spec: &mut Obj, is_pod: bool) {
     }
 }
 
-/// Defaults of the `spec` of a `PodTemplateSpec` value (Job and CronJob templates).
+/// Defaults of the `spec` of a `PodTemplateSpec` value (Job and CronJob templates), and its
+/// `metadata`, which Go's encoder writes as `{}` when empty (a struct, not a pointer; its
+/// `creationTimestamp` is `omitzero`).
 pub(crate) fn default_pod_template(template: &mut Value) {
-    if let Some(spec) = template.as_object_mut().and_then(|t| child_obj(t, "spec")) {
+    let Some(template) = template.as_object_mut() else { return };
+    set_default(template, "metadata", json!({}));
+    if let Some(spec) = child_obj(template, "spec") {
         default_pod_spec(spec, false);
     }
 }
@@ -59,6 +63,9 @@ fn default_container(c: &mut Obj) {
     }
     set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
     set_default(c, "terminationMessagePolicy", json!("File"));
+    // Not a default: Go's encoder writes the `resources` struct (not a pointer) even when empty,
+    // so every container kube-apiserver returns has it, and its creator's entry `f:resources`.
+    set_default(c, "resources", json!({}));
     each_obj_in(c, "ports", |p| set_default(p, "protocol", json!("TCP")));
     each_obj_in(c, "env", |e| {
         if let Some(fr) = e

@@ -219,6 +219,12 @@ fn union_keys<'a>(a: &'a Map<String, Value>, b: &'a Map<String, Value>) -> impl 
     a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))).map(String::as_str)
 }
 
+/// Whether a create records nothing for `v` at a place in the zero value (`in_zero_value`): an
+/// empty struct there (no member but nulls) equals the zero value's.
+fn same_as_zero_value(v: &Value, in_zero_value: bool) -> bool {
+    in_zero_value && matches!(v, Value::Object(m) if m.values().all(Value::is_null))
+}
+
 /// Whether [`collect`] records `v`'s members rather than `v` itself.
 fn descends(v: &Value, field: Option<&FieldDef>) -> bool {
     let atomic_struct = field.is_some_and(|f| f.ssa == Ssa::AtomicStruct);
@@ -313,6 +319,9 @@ fn collect<'a>(
                 path.pop();
             }
         }
+        // The zero value has this empty struct too: a create that leaves it empty changes
+        // nothing there (`Compare` of two empty values).
+        _ if marks == Marks::BeyondZeroValue && same_as_zero_value(v, in_zero_value) => {}
         Value::Array(items) => match list_kind(field) {
             SsaList::Map(keys) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 if marks.records(in_zero_value) {
@@ -545,6 +554,7 @@ fn encode_created_directly(v: &Value, schema: Schema, part: Part) -> Option<Valu
                     }
                     fields_node(recorded, false)?
                 }
+                _ if same_as_zero_value(v, root_member_in_zero_value(schema, k)) => continue,
                 _ => match schema.field(k) {
                     Some(field) => remembered_fields_of(v, sub, field, root_member_in_zero_value(schema, k))?,
                     None => fields_of(v, sub, None, root_member_in_zero_value(schema, k))?,
@@ -570,18 +580,22 @@ fn field_element(name: &str) -> String {
 /// [`remembered_fields_of`] remembers its answers by the value and the place alone.
 fn fields_of(v: &Value, schema: Schema, field: Option<&FieldDef>, in_zero_value: bool) -> Option<Value> {
     let member = || Some(Value::Object(Map::new()));
-    let members_of =
-        |m: &Map<String, Value>, schema: Schema, in_zero_value: bool| -> Option<Vec<(String, Value)>> {
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| {
-                    let field = schema.field(k);
-                    let fields =
-                        fields_of(v, schema.lookup(k).0, field, member_in_zero_value(in_zero_value, field))?;
-                    Some((field_element(k), fields))
-                })
-                .collect()
-        };
+    let members_of = |m: &Map<String, Value>,
+                      schema: Schema,
+                      in_zero_value: bool|
+     -> Option<Vec<(String, Value)>> {
+        m.iter()
+            .filter(|(_, v)| !v.is_null())
+            .filter_map(|(k, v)| {
+                let field = schema.field(k);
+                let in_zero_value = member_in_zero_value(in_zero_value, field);
+                if same_as_zero_value(v, in_zero_value) {
+                    return None;
+                }
+                Some(fields_of(v, schema.lookup(k).0, field, in_zero_value).map(|f| (field_element(k), f)))
+            })
+            .collect()
+    };
     let container = !in_zero_value;
     match v {
         Value::Object(m) if descends(v, field) => {
