@@ -166,16 +166,8 @@ fn main() {
     time("patch: managedFields of a label added (track_update)", |i| {
         let mut v = live[i].clone();
         v["metadata"]["labels"]["added"] = json!("x");
-        patch::track_update(
-            Some(&live[i]),
-            &mut v,
-            schema.as_ref(),
-            patch::Part::Main,
-            "bench",
-            "v1",
-            "",
-            "t",
-        );
+        let who = patch::Identity { manager: "bench", api_version: "v1", subresource: "", now: "t" };
+        patch::track_update(Some(&live[i]), &mut v, schema.as_ref(), patch::Part::Main, &who);
         std::hint::black_box(v);
     });
     time("a pod cloned (counted in the two steps above)", |i| {

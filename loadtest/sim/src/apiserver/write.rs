@@ -282,16 +282,13 @@ impl ApiServer {
         if let Some(manager) = opts.manager.as_deref() {
             let kind = SchemaKind::for_kind(&api_version, &rt.kind);
             let part = part_of(&rt, Subresource::Main);
-            patch::track_update(
-                None,
-                &mut obj,
-                kind.as_ref(),
-                part,
+            let who = patch::Identity {
                 manager,
-                &api_version,
-                "",
-                &meta::now_seconds(),
-            );
+                api_version: &api_version,
+                subresource: "",
+                now: &meta::now_seconds(),
+            };
+            patch::track_update(None, &mut obj, kind.as_ref(), part, &who);
         }
         admission::admit_decoded_create(&api_version, &rt.kind, &mut obj)
             .map_err(|errs| ApiError::invalid(&rt, &display, &errs))?;
@@ -677,29 +674,16 @@ impl ApiServer {
                 let kind = SchemaKind::for_kind(&api_version, &rt.kind);
                 let subresource = if sub == Subresource::Status { "status" } else { "" };
                 let now = meta::now_seconds();
+                let who = patch::Identity { manager, api_version: &api_version, subresource, now: &now };
                 let (kind, part) = (kind.as_ref(), part_of(&rt, sub));
                 match managed_fields {
-                    ManagedFieldsSent::InObject => patch::track_update(
-                        Some(&old),
-                        &mut obj,
-                        kind,
-                        part,
-                        manager,
-                        &api_version,
-                        subresource,
-                        &now,
-                    ),
+                    ManagedFieldsSent::InObject => {
+                        patch::track_update(Some(&old), &mut obj, kind, part, &who)
+                    }
                     // Leaves `old` without managedFields when it answers true.
-                    ManagedFieldsSent::Live => patch::track_update_moving_live(
-                        &mut old,
-                        &mut obj,
-                        kind,
-                        part,
-                        manager,
-                        &api_version,
-                        subresource,
-                        &now,
-                    ),
+                    ManagedFieldsSent::Live => {
+                        patch::track_update_moving_live(&mut old, &mut obj, kind, part, &who)
+                    }
                 }
             }
             None => {

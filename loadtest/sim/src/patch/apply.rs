@@ -540,16 +540,13 @@ mod tests {
     fn conflicts_with_update_managers_name_their_version_and_are_sorted() {
         let kind = SchemaKind::for_kind("v1", "ConfigMap");
         let mut live = cm(json!({"a": "1", "b": "1"}));
-        managed::track_update(
-            None,
-            &mut live,
-            kind.as_ref(),
-            Part::All,
-            "kubectl-client-side-apply",
-            "v1",
-            "",
-            NOW,
-        );
+        let who = managed::Identity {
+            manager: "kubectl-client-side-apply",
+            api_version: "v1",
+            subresource: "",
+            now: NOW,
+        };
+        managed::track_update(None, &mut live, kind.as_ref(), Part::All, &who);
         let err = apply_server_side(
             Some(&live),
             &cm(json!({"a": "2", "b": "2"})),

@@ -140,6 +140,11 @@ fn bodies() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// An `Update` of a batch/v1 object by `manager` at `now`.
+fn batch<'a>(manager: &'a str, now: &'a str) -> managed::Identity<'a> {
+    managed::Identity { manager, api_version: "batch/v1", subresource: "", now }
+}
+
 fn job_schema() -> SchemaKind {
     SchemaKind::for_kind("batch/v1", "Job").unwrap_or_else(|| panic!("the Job schema exists"))
 }
@@ -149,7 +154,7 @@ fn job_schema() -> SchemaKind {
 fn patched_by(patch: &Value, schema: &SchemaKind, part: managed::Part, manager: &str) -> Value {
     let old = live_job();
     let mut patched = apply_merge_patch(&old, patch);
-    managed::track_update(Some(&old), &mut patched, Some(schema), part, manager, "batch/v1", "", "t1");
+    managed::track_update(Some(&old), &mut patched, Some(schema), part, &batch(manager, "t1"));
     patched
 }
 
@@ -338,13 +343,12 @@ proptest! {
         let mid = patched_by(&first, &schema, part, managers[0]);
         let mut new = apply_merge_patch(&mid, &second);
         let mut decoded = new.clone();
-        managed::track_update(Some(&mid), &mut new, Some(&schema), part, managers[1], "batch/v1", "", "t2");
+        managed::track_update(Some(&mid), &mut new, Some(&schema), part, &batch(managers[1], "t2"));
         let live = mid.pointer("/metadata/managedFields").filter(|l| l.as_array().is_some_and(|a| !a.is_empty()));
         let sent = decoded.pointer("/metadata/managedFields");
         if live.is_some() && (sent.is_none() || sent == live) {
-            let who = managed::Identity { manager: managers[1], api_version: "batch/v1", subresource: "", now: "t2" };
             let c = managed::diff(&mid, &decoded, schema.schema(), part);
-            managed::update_decoded(&mid, &mut decoded, &c, &who);
+            managed::update_decoded(&mid, &mut decoded, &c, &batch(managers[1], "t2"));
             prop_assert_eq!(new, decoded);
         }
     }
@@ -371,14 +375,14 @@ proptest! {
         prop_assume!(!names_managed_fields);
         let mut copied = apply_merge_patch(&mid, &second);
         let copied_changes =
-            managed::track_update(Some(&mid), &mut copied, Some(&schema), part, managers[1], "batch/v1", "", "t2");
+            managed::track_update(Some(&mid), &mut copied, Some(&schema), part, &batch(managers[1], "t2"));
         let mut live = mid.clone();
         let (mut moved, left_out) = apply_merge_patch_leaving_managed_fields(&mut live, &second);
         prop_assert_eq!(&live, &mid, "the live object gets its managedFields back");
         let moved_changes = if left_out {
-            managed::track_update_moving_live(&mut live, &mut moved, Some(&schema), part, managers[1], "batch/v1", "", "t2")
+            managed::track_update_moving_live(&mut live, &mut moved, Some(&schema), part, &batch(managers[1], "t2"))
         } else {
-            managed::track_update(Some(&live), &mut moved, Some(&schema), part, managers[1], "batch/v1", "", "t2")
+            managed::track_update(Some(&live), &mut moved, Some(&schema), part, &batch(managers[1], "t2"))
         };
         prop_assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&copied).ok());
         prop_assert_eq!(moved_changes, copied_changes);
@@ -406,10 +410,7 @@ fn managed_fields_moved_fall_back_to_a_copy() {
             &mut copied,
             Some(&schema),
             managed::Part::Main,
-            "w",
-            "batch/v1",
-            "",
-            "t",
+            &batch("w", "t"),
         );
         let mut old = live.clone();
         let (mut moved, left_out) = apply_merge_patch_leaving_managed_fields(&mut old, &patch);
@@ -420,10 +421,7 @@ fn managed_fields_moved_fall_back_to_a_copy() {
             &mut moved,
             Some(&schema),
             managed::Part::Main,
-            "w",
-            "batch/v1",
-            "",
-            "t",
+            &batch("w", "t"),
         );
         assert_eq!(serde_json::to_string(&moved).ok(), serde_json::to_string(&copied).ok(), "{patch}");
         assert_eq!(moved_changes, copied_changes, "{patch}");

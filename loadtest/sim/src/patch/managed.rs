@@ -768,7 +768,7 @@ pub fn manager_from_user_agent(user_agent: &str) -> String {
 }
 
 /// Who makes an `Update` write, and when.
-pub(crate) struct Identity<'a> {
+pub struct Identity<'a> {
     pub manager: &'a str,
     pub api_version: &'a str,
     pub subresource: &'a str,
@@ -850,23 +850,20 @@ fn edit_editable(live: Vec<Value>, c: &Comparison, who: &Identity) -> Vec<Entry<
 /// Returns whether the update changes a field of `part` (the comparison of `old` and `new` the
 /// sets are edited by is not empty): `new` then differs from `old`, and the caller need not
 /// compare them whole to tell a write that changes nothing.
-#[allow(clippy::too_many_arguments)]
 pub fn track_update(
     old: Option<&Value>,
     new: &mut Value,
     kind: Option<&SchemaKind>,
     part: Part,
-    manager: &str,
-    api_version: &str,
-    subresource: &str,
-    now: &str,
+    who: &Identity,
 ) -> bool {
     let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
     let Some(old) = old else {
         // A create: the manager owns every field the object has.
         let fields = encode_created(new, schema, part);
         let owned = fields.as_object().is_some_and(|f| !f.is_empty());
-        let entry = owned.then(|| render_entry(manager, "Update", api_version, now, subresource, fields));
+        let entry = owned
+            .then(|| render_entry(who.manager, "Update", who.api_version, who.now, who.subresource, fields));
         set_managed_fields(new, entry.into_iter().collect());
         return false;
     };
@@ -884,16 +881,15 @@ pub fn track_update(
         return false;
     }
     let c = diff(old, new, schema, part);
-    let who = Identity { manager, api_version, subresource, now };
     // The entries to edit: the written object's own copy when it sent one (equal to the live
     // ones, as checked above), moved out instead of copied; both ways below replace it.
     let entries = match new.get_mut("metadata").and_then(|m| m.get_mut("managedFields")) {
         Some(Value::Array(sent)) => std::mem::take(sent),
         _ => live.to_vec(),
     };
-    match edit_in_place(entries, &c, &who) {
+    match edit_in_place(entries, &c, who) {
         Some(edited) => store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f),
-        None => update_decoded(old, new, &c, &who),
+        None => update_decoded(old, new, &c, who),
     }
     !c.is_empty()
 }
@@ -905,28 +901,23 @@ pub fn track_update(
 /// managedFields left then, and `true` tells the caller the objects differ without comparing
 /// them. Otherwise the placeholder gets a copy of the live managedFields and the update is
 /// [`track_update`]'s.
-#[allow(clippy::too_many_arguments)]
 pub fn track_update_moving_live(
     old: &mut Value,
     new: &mut Value,
     kind: Option<&SchemaKind>,
     part: Part,
-    manager: &str,
-    api_version: &str,
-    subresource: &str,
-    now: &str,
+    who: &Identity,
 ) -> bool {
     let placeholder = managed_fields(new).is_some_and(Value::is_null);
     let live = managed_fields(old).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let who = Identity { manager, api_version, subresource, now };
-    if placeholder && !live.is_empty() && editable_in_place(live, &who) {
+    if placeholder && !live.is_empty() && editable_in_place(live, who) {
         let schema = kind.map_or(Schema::OPAQUE, SchemaKind::schema);
         // The placeholder is skipped as managedFields always are (`STRIPPED_METADATA`).
         let c = diff(old, new, schema, part);
         if !c.is_empty()
             && let Some(Value::Array(live)) = old.get_mut("metadata").and_then(|m| m.get_mut("managedFields"))
         {
-            let edited = edit_editable(std::mem::take(live), &c, &who);
+            let edited = edit_editable(std::mem::take(live), &c, who);
             store_entries_with(new, edited, |f| f.as_object().is_none_or(Map::is_empty), |f| f);
             return true;
         }
@@ -934,7 +925,7 @@ pub fn track_update_moving_live(
     if placeholder {
         put_back_live_managed_fields(old, new);
     }
-    track_update(Some(old), new, kind, part, manager, api_version, subresource, now)
+    track_update(Some(old), new, kind, part, who)
 }
 
 /// `obj.metadata.managedFields` (`Value::pointer` splits and unescapes its path on every call).
@@ -990,6 +981,11 @@ pub(crate) fn update_decoded(old: &Value, new: &mut Value, c: &Comparison, who: 
 mod tests {
     use super::*;
     use crate::patch::SchemaKind;
+
+    /// An `Update` by `manager` in v1 at `now`.
+    fn who<'a>(manager: &'a str, now: &'a str) -> Identity<'a> {
+        Identity { manager, api_version: "v1", subresource: "", now }
+    }
 
     fn pod() -> Schema {
         SchemaKind::for_kind("v1", "Pod").map(|k| k.schema()).unwrap_or(Schema::OPAQUE)
@@ -1062,13 +1058,13 @@ mod tests {
         let schema = kind.as_ref();
         let mut live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
             "spec": {"containers": [{"name": "c", "image": "i"}]}});
-        track_update(None, &mut live, schema, Part::Main, "creator", "v1", "", "t1");
+        track_update(None, &mut live, schema, Part::Main, &who("creator", "t1"));
         let mut new = live.clone();
         new["metadata"]["labels"]["b"] = json!("2");
         new["metadata"]["annotations"] = json!({"n": "1"});
         new["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80}]);
         new["spec"]["containers"][0]["securityContext"] = json!({"runAsUser": 1});
-        track_update(Some(&live), &mut new, schema, Part::Main, "updater", "v1", "", "t2");
+        track_update(Some(&live), &mut new, schema, Part::Main, &who("updater", "t2"));
         let updater = entries(&new).into_iter().find(|e| e.manager == "updater").expect("an entry");
         assert_eq!(
             encode_fields(&updater.fields),
@@ -1084,7 +1080,7 @@ mod tests {
         // the updater too.
         let mut removed = new.clone();
         removed["metadata"].as_object_mut().unwrap().remove("annotations");
-        track_update(Some(&new), &mut removed, schema, Part::Main, "remover", "v1", "", "t3");
+        track_update(Some(&new), &mut removed, schema, Part::Main, &who("remover", "t3"));
         let by = |m: &str| {
             entries(&removed).into_iter().find(|e| e.manager == m).map(|e| encode_fields(&e.fields))
         };
@@ -1099,7 +1095,7 @@ mod tests {
         let schema = kind.as_ref();
         let mut created = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
             "data": {"a": "1", "b": "2"}});
-        track_update(None, &mut created, schema, Part::All, "kubectl-create", "v1", "", "t1");
+        track_update(None, &mut created, schema, Part::All, &who("kubectl-create", "t1"));
         let e = entries(&created);
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].manager.as_str(), e[0].operation.as_str()), ("kubectl-create", "Update"));
@@ -1109,7 +1105,7 @@ mod tests {
 
         let mut patched = created.clone();
         patched["data"] = json!({"a": "9", "c": "3"});
-        track_update(Some(&created), &mut patched, schema, Part::All, "kubectl-patch", "v1", "", "t2");
+        track_update(Some(&created), &mut patched, schema, Part::All, &who("kubectl-patch", "t2"));
         let e = entries(&patched);
         let by = |m: &str| e.iter().find(|e| e.manager == m).map(|e| e.fields.clone()).unwrap_or_default();
         let path = |k: &str| vec!["f:data".to_string(), format!("f:{k}")];
@@ -1124,12 +1120,12 @@ mod tests {
         let mut emptied = patched.clone();
         emptied["data"] = json!({"a": "9", "c": "4"});
         emptied["metadata"]["annotations"] = json!({"x": "y"});
-        track_update(Some(&patched), &mut emptied, schema, Part::All, "kubectl-create", "v1", "", "t3");
+        track_update(Some(&patched), &mut emptied, schema, Part::All, &who("kubectl-create", "t3"));
         let e = entries(&emptied);
         assert_eq!(e.len(), 2, "{e:?}");
         let mut replaced = emptied.clone();
         replaced.as_object_mut().unwrap().remove("data");
-        track_update(Some(&emptied), &mut replaced, schema, Part::All, "other", "v1", "", "t4");
+        track_update(Some(&emptied), &mut replaced, schema, Part::All, &who("other", "t4"));
         let e = entries(&replaced);
         assert_eq!(
             e.iter().map(|e| e.manager.as_str()).collect::<Vec<_>>(),
@@ -1142,7 +1138,7 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "2"}});
         let old =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
-        track_update(Some(&old), &mut untracked, schema, Part::All, "m", "v1", "", "t");
+        track_update(Some(&old), &mut untracked, schema, Part::All, &who("m", "t"));
         assert!(untracked["metadata"].get("managedFields").is_none());
     }
 }

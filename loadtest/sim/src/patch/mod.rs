@@ -28,7 +28,8 @@ pub use apply::{ApplyOptions, apply_server_side};
 pub use error::{BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES, GENERIC_INVALID_MESSAGE, PatchError};
 pub use json::{MAX_JSON_PATCH_OPERATIONS, apply_json_patch};
 pub use managed::{
-    Part, manager_from_user_agent, put_back_live_managed_fields, track_update, track_update_moving_live,
+    Identity, Part, manager_from_user_agent, put_back_live_managed_fields, track_update,
+    track_update_moving_live,
 };
 pub use merge::{
     apply_merge_patch, apply_merge_patch_leaving_managed_fields, parse_merge_patch,
