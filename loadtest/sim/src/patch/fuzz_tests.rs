@@ -140,6 +140,22 @@ fn bodies() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// A Job a first manager wrote with a random merge patch (`patched_by`), a second random merge
+/// patch, the two managers (distinct, of three) and the part they write.
+fn second_writes() -> impl Strategy<Value = (Value, Value, Vec<&'static str>, managed::Part)> {
+    const PARTS: [managed::Part; 3] = [managed::Part::All, managed::Part::Main, managed::Part::Status];
+    (
+        arb_json(),
+        arb_json(),
+        proptest::sample::subsequence(&["m", "a", "b"][..], 2),
+        proptest::sample::select(&PARTS[..]),
+    )
+        .prop_map(|(first, second, managers, part)| {
+            let mid = patched_by(&first, &job_schema(), part, managers[0]);
+            (mid, second, managers, part)
+        })
+}
+
 /// An `Update` of a batch/v1 object by `manager` at `now`.
 fn batch<'a>(manager: &'a str, now: &'a str) -> managed::Identity<'a> {
     managed::Identity { manager, api_version: "batch/v1", subresource: "", now }
@@ -334,13 +350,9 @@ proptest! {
     /// set gives, for random merge patches by random managers of a Job two managers wrote.
     #[test]
     fn managed_fields_edited_in_place_equal_the_decoded_update(
-        first in arb_json(),
-        second in arb_json(),
-        managers in proptest::sample::subsequence(&["m", "a", "b"][..], 2),
-        part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
+        (mid, second, managers, part) in second_writes(),
     ) {
         let schema = job_schema();
-        let mid = patched_by(&first, &schema, part, managers[0]);
         let mut new = apply_merge_patch(&mid, &second);
         let mut decoded = new.clone();
         managed::track_update(Some(&mid), &mut new, Some(&schema), part, &batch(managers[1], "t2"));
@@ -364,13 +376,9 @@ proptest! {
     /// them). For random merge patches by random managers of a Job two managers wrote.
     #[test]
     fn managed_fields_moved_from_the_live_object_equal_copying_them(
-        first in arb_json(),
-        second in arb_json(),
-        managers in proptest::sample::subsequence(&["m", "a", "b"][..], 2),
-        part in proptest::sample::select(&[managed::Part::All, managed::Part::Main, managed::Part::Status][..]),
+        (mid, second, managers, part) in second_writes(),
     ) {
         let schema = job_schema();
-        let mid = patched_by(&first, &schema, part, managers[0]);
         let names_managed_fields = second.get("metadata").is_some_and(|m| !m.is_object() || m.get("managedFields").is_some());
         prop_assume!(!names_managed_fields);
         let mut copied = apply_merge_patch(&mid, &second);
