@@ -62,8 +62,8 @@ pub fn apply_server_side(
         && managers.is_empty()
     {
         // skipNonAppliedManager: the fields of an object nobody tracked belong to
-        // "before-first-apply" before the first apply.
-        // An Update from the kind's zero value to the live object (skipNonAppliedManager).
+        // "before-first-apply" before the first apply, as an Update from the kind's zero value
+        // to the live object would record them.
         let fields: BTreeSet<FieldPath> =
             managed::field_paths(live, schema, part, Marks::BeyondZeroValue).into_keys().collect();
         managers.push(managed::Entry {

@@ -148,9 +148,9 @@ pub(crate) fn field_paths(
 }
 
 /// What changed from `old` to `new`: the same answer as comparing their [`field_paths`] with
-/// [`Marks::Containers`], found by
-/// walking both at once and collecting leaves only under members that differ, so an update that
-/// changes one label does not enumerate (and allocate a path for) every field of the object.
+/// [`Marks::Containers`], found by walking both at once and collecting paths only under members
+/// that differ, so an update that changes one label does not enumerate (and allocate a path
+/// for) every field of the object.
 pub(crate) fn diff(old: &Value, new: &Value, schema: Schema, part: Part) -> Comparison {
     let mut c = Comparison::default();
     let (Value::Object(o), Value::Object(n)) = (old, new) else {
@@ -554,11 +554,16 @@ fn encode_created_directly(v: &Value, schema: Schema, part: Part) -> Option<Valu
                     }
                     fields_node(recorded, false)?
                 }
-                _ if same_as_zero_value(v, root_member_in_zero_value(schema, k)) => continue,
-                _ => match schema.field(k) {
-                    Some(field) => remembered_fields_of(v, sub, field, root_member_in_zero_value(schema, k))?,
-                    None => fields_of(v, sub, None, root_member_in_zero_value(schema, k))?,
-                },
+                _ => {
+                    let in_zero_value = root_member_in_zero_value(schema, k);
+                    if same_as_zero_value(v, in_zero_value) {
+                        continue;
+                    }
+                    match schema.field(k) {
+                        Some(field) => remembered_fields_of(v, sub, field, in_zero_value)?,
+                        None => fields_of(v, sub, None, in_zero_value)?,
+                    }
+                }
             };
             members.push((field_element(k), fields));
         }
