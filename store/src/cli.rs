@@ -22,7 +22,7 @@ pub struct StoreArgs {
     )]
     pub etcd_endpoints: Vec<String>,
     /// Key prefix for `--store etcd`.
-    #[arg(long, default_value = "/batchfleet/")]
+    #[arg(long, env = "FLEET_ETCD_PREFIX", default_value = "/batchfleet/")]
     pub etcd_prefix: String,
     /// Namespace of the fleet's Leases and shard map for `--store kubernetes`.
     #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]

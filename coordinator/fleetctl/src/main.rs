@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use batchfleet_cron::preview;
 use batchfleet_tls::cli::ClientTlsArgs;
 use batchfleet_tls::client::ClientTransport;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod admin_client;
 mod output;
@@ -36,7 +36,14 @@ struct Cli {
     #[command(flatten)]
     tls: ClientTlsArgs,
     /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table", global = true)]
+    #[arg(
+        short = 'o',
+        long = "output",
+        env = "FLEET_OUTPUT",
+        value_enum,
+        default_value = "table",
+        global = true
+    )]
     output: Format,
     #[command(subcommand)]
     command: Command,
@@ -81,6 +88,12 @@ enum Command {
     Pin { shard: u32, worker: String },
     /// Let the placement decide a pinned shard's owner again.
     Unpin { shard: u32 },
+    /// Print a shell completion script: `source <(fleetctl completion bash)`, or save it where
+    /// the shell loads completions (see the README).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -92,6 +105,19 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Command::Completion { shell } = cli.command {
+        // Into a buffer first: clap_complete panics on a failed write, and `| head` closes the pipe.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "fleetctl", &mut script);
+        return match std::io::stdout().write_all(&script) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fleetctl: writing the completion script: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Command::Schedule { schedule, time_zone, from, count } = &cli.command {
         return schedule_command(schedule, time_zone.as_deref(), from.as_deref(), *count);
     }
@@ -127,7 +153,7 @@ async fn admin_command(cli: &Cli, transport: &ClientTransport) -> Result<String,
     let worker = |w: &str| WorkerRequest { worker: w.to_string() };
     let to_worker = |shard: u32, w: &str| ShardToWorkerRequest { shard, worker: w.to_string() };
     Ok(match &cli.command {
-        Command::Schedule { .. } => String::new(),
+        Command::Schedule { .. } | Command::Completion { .. } => String::new(),
         Command::Status => output::status(
             &with_leader(admin, transport, |mut c| async move { c.status(StatusRequest {}).await }).await?,
             format,

@@ -63,60 +63,61 @@ struct Args {
     advertise_address: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
-    /// Prometheus metrics, /healthz and /readyz.
+    /// Where to serve /metrics, /readyz (200 while the process serves: a standby is ready) and
+    /// /livez (/healthz; 503 once the leader election loop has stalled, for the liveness probe).
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:9400")]
     metrics_addr: SocketAddr,
     /// How long a leader's lease lasts without renewal.
-    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
     leader_elect_lease_duration: Duration,
     /// How long a leader keeps trying to renew before it steps down (< the lease duration).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration)]
     leader_elect_renew_deadline: Duration,
     /// How often candidates try and the leader renews.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = humantime::parse_duration)]
     leader_elect_retry_period: Duration,
     /// Average requests per second to the API server (kube-controller-manager's default); 0 for
     /// no limit.
-    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.qps)]
+    #[arg(long, env = "FLEET_KUBE_API_QPS", default_value_t = kube_client::ClientLimits::DEFAULT.qps)]
     kube_api_qps: f64,
     /// Requests allowed in a burst above the average.
-    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.burst)]
+    #[arg(long, env = "FLEET_KUBE_API_BURST", default_value_t = kube_client::ClientLimits::DEFAULT.burst)]
     kube_api_burst: u32,
     /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
-    #[arg(long, default_value_t = kube_client::ClientLimits::DEFAULT.max_in_flight)]
+    #[arg(long, env = "FLEET_KUBE_API_MAX_IN_FLIGHT", default_value_t = kube_client::ClientLimits::DEFAULT.max_in_flight)]
     kube_api_max_in_flight: usize,
     /// Terminated pods kept before PodGC deletes the oldest; 0 turns that pass off.
-    #[arg(long, default_value_t = 12_500)]
+    #[arg(long, env = "FLEET_TERMINATED_POD_GC_THRESHOLD", default_value_t = 12_500)]
     terminated_pod_gc_threshold: usize,
     /// S, the number of shards of a fleet created now (a power of two); a stored map keeps its own.
     #[arg(long, env = "FLEET_SHARDS", default_value_t = 256, value_parser = parse_shard_count)]
     shards: u32,
     /// How long past a worker's lease expiry its shards stay its own before they move.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_WORKER_LEASE_MARGIN", default_value = "2s", value_parser = humantime::parse_duration)]
     worker_lease_margin: Duration,
     /// How long a worker may take to warm a shard it is moving to before the move is cancelled
     /// (the old owner keeps it) and the shard placed again.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_PREPARE_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
     prepare_timeout: Duration,
     /// Commands a worker may leave unread on its session's stream; past it the session is cut
     /// and the worker registers again (fleet_session_command_overflows_total counts it).
-    #[arg(long, default_value_t = batchfleet_coordinator::fleet::hub::DEFAULT_COMMAND_QUEUE,
+    #[arg(long, env = "FLEET_SESSION_COMMAND_QUEUE", default_value_t = batchfleet_coordinator::fleet::hub::DEFAULT_COMMAND_QUEUE,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     session_command_queue: usize,
     /// The largest gRPC message the coordinator reads or writes, in bytes (tonic's default); a
     /// larger one ends its call with OUT_OF_RANGE (grpc_server_handled_total counts it).
-    #[arg(long, default_value_t = batchfleet_coordinator::grpc_metrics::DEFAULT_MAX_MESSAGE_SIZE)]
+    #[arg(long, env = "FLEET_GRPC_MAX_MESSAGE_SIZE", default_value_t = batchfleet_coordinator::grpc_metrics::DEFAULT_MAX_MESSAGE_SIZE)]
     grpc_max_message_size: usize,
     /// How often PodGC runs.
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_PODGC_PERIOD", default_value = "20s", value_parser = humantime::parse_duration)]
     podgc_period: Duration,
     /// How long a node missing from the cache waits before PodGC looks it up.
-    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_PODGC_QUARANTINE", default_value = "40s", value_parser = humantime::parse_duration)]
     podgc_quarantine: Duration,
     /// Controllers the leader runs besides the fleet, as kube-controller-manager's flag: `podgc`
     /// (or `*`) runs PodGC, `-podgc` leaves it to kube-controller-manager (beside it, see
     /// docs/migration.md).
-    #[arg(long, default_value = "*", value_parser = parse_controllers, action = clap::ArgAction::Set, allow_hyphen_values = true)]
+    #[arg(long, env = "FLEET_CONTROLLERS", default_value = "*", value_parser = parse_controllers, action = clap::ArgAction::Set, allow_hyphen_values = true)]
     controllers: bool,
 }
 

@@ -22,28 +22,28 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(version)]
 struct Args {
     /// Own every shard, with no coordinator.
-    #[arg(long)]
+    #[arg(long, env = "FLEET_STANDALONE")]
     standalone: bool,
     /// kubeconfig of the API server (default: $KUBECONFIG, then in-cluster).
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
     /// Client-side API rate limit in queries per second (0: unlimited), as kube-controller-manager's --kube-api-qps.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, env = "FLEET_KUBE_API_QPS", default_value_t = 20.0)]
     kube_api_qps: f64,
     /// Burst of the client-side rate limit, as --kube-api-burst.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, env = "FLEET_KUBE_API_BURST", default_value_t = 30)]
     kube_api_burst: u32,
     /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
-    #[arg(long, default_value_t = batchfleet_worker::client::ClientLimits::DEFAULT.max_in_flight)]
+    #[arg(long, env = "FLEET_KUBE_API_MAX_IN_FLIGHT", default_value_t = batchfleet_worker::client::ClientLimits::DEFAULT.max_in_flight)]
     kube_api_max_in_flight: usize,
     /// Jobs synced concurrently, as --concurrent-job-syncs.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "FLEET_CONCURRENT_JOB_SYNCS", default_value_t = 5)]
     concurrent_job_syncs: usize,
     /// CronJobs synced concurrently, as --concurrent-cron-job-syncs.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "FLEET_CONCURRENT_CRON_JOB_SYNCS", default_value_t = 5)]
     concurrent_cron_job_syncs: usize,
     /// Finished Jobs checked for their TTL concurrently, as --concurrent-ttl-after-finished-syncs.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "FLEET_CONCURRENT_TTL_AFTER_FINISHED_SYNCS", default_value_t = 5)]
     concurrent_ttl_after_finished_syncs: usize,
     /// Reconcile only Jobs whose spec.managedBy is this value (Jobs without the field count as
     /// kubernetes.io/job-controller). Set e.g. batchfleet.io/job-controller to run beside
@@ -52,7 +52,7 @@ struct Args {
     job_managed_by: String,
     /// Controllers to run: job, cronjob, ttl-after-finished; `*` for all, `-name` to leave one
     /// to kube-controller-manager.
-    #[arg(long, default_value = "*", allow_hyphen_values = true)]
+    #[arg(long, env = "FLEET_CONTROLLERS", default_value = "*", allow_hyphen_values = true)]
     controllers: String,
     /// Where to serve /metrics, /readyz and /livez (/healthz).
     #[arg(long, env = "FLEET_METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -62,7 +62,7 @@ struct Args {
     #[arg(long, env = "FLEET_WORKER_ID")]
     worker_id: Option<String>,
     /// S, the number of shards the key space is cut into (a power of two); standalone owns all.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, env = "FLEET_SHARDS", default_value_t = 256)]
     shards: u32,
     /// The coordinators' session addresses (`https://HOST:7400`, `http://` with --insecure),
     /// tried in turn; the leader answers. Required unless --standalone.
@@ -77,19 +77,19 @@ struct Args {
     #[command(flatten)]
     store: StoreArgs,
     /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard.
-    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
     lease_duration: std::time::Duration,
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_DRAIN_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
     /// The largest gRPC message the worker reads from or writes to the coordinator, in bytes
     /// (tonic's default); a larger one ends the call with OUT_OF_RANGE and the session registers
     /// again.
-    #[arg(long, default_value_t = batchfleet_worker::fleet::session::DEFAULT_MAX_MESSAGE_SIZE)]
+    #[arg(long, env = "FLEET_GRPC_MAX_MESSAGE_SIZE", default_value_t = batchfleet_worker::fleet::session::DEFAULT_MAX_MESSAGE_SIZE)]
     grpc_max_message_size: usize,
     /// /livez fails (and a kubelet restarts the worker) when keys waited this long in a
     /// reconcile loop's queue and none of its syncs finished meanwhile.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "FLEET_STALL_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
     stall_timeout: std::time::Duration,
     /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
     /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
