@@ -49,7 +49,9 @@ pub fn parse(path: &str) -> Route {
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", "api", v] => Route::OpenApiV3 { group: String::new(), version: v.to_string() },
         ["openapi", "v3", "apis", g, v] => Route::OpenApiV3 { group: g.to_string(), version: v.to_string() },
-        ["openapi", "v2"] | ["swagger.json"] => Route::OpenApiV2,
+        // kube-apiserver dropped `/swagger.json` (and the `/swagger-2.0.0.pb-v1` fallback client-go
+        // no longer tries) in 1.14.
+        ["openapi", "v2"] => Route::OpenApiV2,
         ["_sim", rest @ ..] => Route::Admin(rest.iter().map(|x| x.to_string()).collect()),
         ["api", "v1", rest @ ..] => resource(String::new(), "v1".into(), rest),
         ["apis", g, v, rest @ ..] => resource(g.to_string(), v.to_string(), rest),
