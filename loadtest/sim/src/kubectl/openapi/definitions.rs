@@ -62,17 +62,45 @@ impl BuiltinSchemas {
     }
 }
 
-fn collect_refs(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            if let Some(r) = m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(V3_REF_PREFIX))
-            {
-                out.push(r.to_string());
-            }
-            m.values().for_each(|x| collect_refs(x, out));
+fn collect_refs(schema: &Value, out: &mut Vec<String>) {
+    walk_schemas(schema, &mut |m| {
+        if let Some(r) = m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(V3_REF_PREFIX)) {
+            out.push(r.to_string());
         }
-        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, out)),
-        _ => {}
+    });
+}
+
+/// Calls `f` on `schema` and on every schema nested in it (property schemas, `items`,
+/// `additionalProperties`, `not`, `allOf`/`anyOf`/`oneOf` members), parents first. Only schema
+/// positions: JSONSchemaProps has properties named `$ref` and `allOf` that are not references.
+pub(super) fn walk_schemas(schema: &Value, f: &mut impl FnMut(&Map<String, Value>)) {
+    let Value::Object(m) = schema else { return };
+    f(m);
+    if let Some(Value::Object(props)) = m.get("properties") {
+        props.values().for_each(|v| walk_schemas(v, f));
+    }
+    for key in ["items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"] {
+        match m.get(key) {
+            Some(Value::Array(a)) => a.iter().for_each(|v| walk_schemas(v, f)),
+            Some(v) => walk_schemas(v, f),
+            None => {}
+        }
+    }
+}
+
+/// [`walk_schemas`], changing them.
+pub(super) fn walk_schemas_mut(schema: &mut Value, f: &mut impl FnMut(&mut Map<String, Value>)) {
+    let Value::Object(m) = schema else { return };
+    f(m);
+    if let Some(Value::Object(props)) = m.get_mut("properties") {
+        props.values_mut().for_each(|v| walk_schemas_mut(v, f));
+    }
+    for key in ["items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"] {
+        match m.get_mut(key) {
+            Some(Value::Array(a)) => a.iter_mut().for_each(|v| walk_schemas_mut(v, f)),
+            Some(v) => walk_schemas_mut(v, f),
+            None => {}
+        }
     }
 }
 
@@ -277,17 +305,12 @@ fn annotate(definitions: &mut Map<String, Value>, name: &str, meta: &PatchMeta, 
 
 /// `{"$ref": R, "description": D}` → `{"allOf": [{"$ref": R}], "description": D}`: OpenAPI v3.0
 /// ignores a `$ref`'s siblings, so kube-apiserver wraps it.
-fn wrap_refs_with_siblings(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if m.len() > 1
-                && let Some(r) = m.remove("$ref")
-            {
-                m.insert("allOf".into(), json!([{"$ref": r}]));
-            }
-            m.values_mut().for_each(wrap_refs_with_siblings);
+fn wrap_refs_with_siblings(schema: &mut Value) {
+    walk_schemas_mut(schema, &mut |m| {
+        if m.len() > 1
+            && let Some(r) = m.remove("$ref")
+        {
+            m.insert("allOf".into(), json!([{"$ref": r}]));
         }
-        Value::Array(a) => a.iter_mut().for_each(wrap_refs_with_siblings),
-        _ => {}
-    }
+    });
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::definitions::V3_REF_PREFIX;
+use super::definitions::{V3_REF_PREFIX, walk_schemas_mut};
 
 const V2_REF_PREFIX: &str = "#/definitions/";
 const OPERATIONS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
@@ -29,27 +29,22 @@ pub(super) fn document(v3: &Value) -> Value {
 /// A v3 schema in v2 form: `{"allOf": [{"$ref": R}], …}` becomes `{"$ref": R, …}`, references
 /// point into `definitions`.
 pub(super) fn schema(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut out = Map::new();
-            for (k, x) in m {
-                match (k.as_str(), x) {
-                    ("allOf", Value::Array(parts)) if parts.len() == 1 && parts[0].get("$ref").is_some() => {
-                        out.insert("$ref".into(), rewrite_ref(&parts[0]["$ref"]));
-                    }
-                    ("$ref", r) => {
-                        out.insert("$ref".into(), rewrite_ref(r));
-                    }
-                    _ => {
-                        out.insert(k.clone(), schema(x));
-                    }
-                }
-            }
-            Value::Object(out)
+    let mut out = v.clone();
+    walk_schemas_mut(&mut out, &mut |m| {
+        let single_ref = match m.get("allOf") {
+            Some(Value::Array(parts)) if parts.len() == 1 => parts[0].get("$ref").cloned(),
+            _ => None,
+        };
+        if let Some(r) = single_ref {
+            m.remove("allOf");
+            m.insert("$ref".into(), r);
         }
-        Value::Array(a) => Value::Array(a.iter().map(schema).collect()),
-        other => other.clone(),
-    }
+        if let Some(r) = m.get("$ref") {
+            let rewritten = rewrite_ref(r);
+            m.insert("$ref".into(), rewritten);
+        }
+    });
+    out
 }
 
 fn rewrite_ref(r: &Value) -> Value {
