@@ -1,7 +1,8 @@
 //! The real kubectl 1.37 against the sim's OpenAPI documents: `kubectl explain` to any depth (v3,
 //! and v2 in protobuf), and "save, edit, apply" — `kubectl get -o yaml` of every kind the sim
 //! serves (a `kind: List`, which kubectl validates client-side against `/openapi/v2`) fed back
-//! through `apply -f`, `replace -f`, `diff -f` and, after a delete, `create -f`.
+//! through `apply -f`, `replace -f`, `diff -f` and, after a delete, `create -f` — and the other
+//! paths everyday commands read (`get --raw /openapi/v2`, `auth can-i`, `auth whoami`).
 
 mod common;
 
@@ -262,4 +263,25 @@ fn without_generated_job_selector(yaml: &str) -> String {
         }
     }
     serde_yaml::to_string(&list).expect("YAML")
+}
+
+/// The other paths kubectl's everyday commands read: `/openapi/v2` as JSON (`get --raw`), and the
+/// reviews behind `auth can-i` and `auth whoami`.
+#[tokio::test]
+async fn raw_openapi_v2_and_auth_commands() {
+    let sim = common::api_only().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let v2: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "--raw", "/openapi/v2"]).await).expect("JSON");
+    assert_eq!(v2["swagger"], "2.0");
+    let job = &v2["definitions"]["io.k8s.api.batch.v1.Job"];
+    assert_eq!(job["x-kubernetes-group-version-kind"][0]["kind"], "Job");
+    assert_eq!(job["properties"]["spec"]["$ref"], "#/definitions/io.k8s.api.batch.v1.JobSpec");
+    let containers = &v2["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+    assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+    assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+
+    assert_eq!(k.ok(&["auth", "can-i", "create", "jobs"]).await.trim(), "yes");
+    let whoami = k.ok(&["auth", "whoami"]).await;
+    assert!(whoami.contains("sim") && whoami.contains("system:authenticated"), "{whoami}");
 }

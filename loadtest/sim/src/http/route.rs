@@ -10,11 +10,22 @@ pub enum Route {
     Health,
     Api,
     Apis,
-    GroupVersion { group: String, version: String },
-    Group { group: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
+    Group {
+        group: String,
+    },
     OpenApiV3Root,
-    OpenApiV3 { group: String, version: String },
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
     OpenApiV2,
+    /// `kubectl auth can-i` and `kubectl auth whoami` (create-only, not stored).
+    SelfSubjectAccessReview,
+    SelfSubjectReview,
     Admin(Vec<String>),
     Resource(ResourcePath),
     NotFound,
@@ -52,6 +63,8 @@ pub fn parse(path: &str) -> Route {
         // kube-apiserver dropped `/swagger.json` (and the `/swagger-2.0.0.pb-v1` fallback client-go
         // no longer tries) in 1.14.
         ["openapi", "v2"] => Route::OpenApiV2,
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => Route::SelfSubjectAccessReview,
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => Route::SelfSubjectReview,
         ["_sim", rest @ ..] => Route::Admin(rest.iter().map(|x| x.to_string()).collect()),
         ["api", "v1", rest @ ..] => resource(String::new(), "v1".into(), rest),
         ["apis", g, v, rest @ ..] => resource(g.to_string(), v.to_string(), rest),

@@ -314,3 +314,81 @@ fn wrap_refs_with_siblings(schema: &mut Value) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    fn defs() -> BuiltinSchemas {
+        generate()
+    }
+
+    #[test]
+    fn every_builtin_kind_and_its_list_carry_their_gvk() {
+        let schemas = defs();
+        for rt in Registry::default().all() {
+            let k = schemas
+                .kind(&rt.group, &rt.version, &rt.kind)
+                .unwrap_or_else(|| panic!("no schema for {}/{}", rt.api_version(), rt.kind));
+            let gvk_of = |name: &str| schemas.definitions[name]["x-kubernetes-group-version-kind"].clone();
+            assert_eq!(gvk_of(&k.name), json!([gvk(&rt.group, &rt.version, &rt.kind)]));
+            assert_eq!(gvk_of(&k.list_name)[0]["kind"], format!("{}List", rt.kind));
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        let schemas = defs();
+        for schema in schemas.definitions.values() {
+            let mut refs = Vec::new();
+            collect_refs(schema, &mut refs);
+            for r in refs {
+                assert!(schemas.definitions.contains_key(&r), "dangling $ref {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn patch_table_tags_reach_shared_definitions() {
+        let d = defs().definitions;
+        let prop = |def: &str, field: &str| d[def]["properties"][field].clone();
+        let containers = prop("io.k8s.api.core.v1.PodSpec", "containers");
+        assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        assert_eq!(containers["x-kubernetes-list-type"], "map");
+        assert_eq!(containers["x-kubernetes-list-map-keys"], json!(["name"]));
+        assert_eq!(
+            prop("io.k8s.api.core.v1.PodSpec", "volumes")["x-kubernetes-patch-strategy"],
+            "merge,retainKeys"
+        );
+        let ports = prop("io.k8s.api.core.v1.Container", "ports");
+        assert_eq!(ports["x-kubernetes-patch-merge-key"], "containerPort");
+        assert_eq!(ports["x-kubernetes-list-map-keys"], json!(["containerPort", "protocol"]));
+        assert_eq!(prop("io.k8s.api.batch.v1.JobStatus", "conditions")["x-kubernetes-list-type"], "atomic");
+        assert_eq!(prop("io.k8s.api.batch.v1.JobSpec", "selector")["x-kubernetes-map-type"], "atomic");
+        assert_eq!(
+            prop("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers")["x-kubernetes-list-type"],
+            "set"
+        );
+        // A field the table does not list gets no tags.
+        assert!(
+            prop("io.k8s.api.core.v1.PodSpec", "tolerations").get("x-kubernetes-patch-strategy").is_none()
+        );
+    }
+
+    #[test]
+    fn references_with_siblings_are_wrapped_and_schema_props_fields_are_not() {
+        let d = defs().definitions;
+        let spec = &d["io.k8s.api.batch.v1.Job"]["properties"]["spec"];
+        assert_eq!(spec["allOf"], json!([{"$ref": "#/components/schemas/io.k8s.api.batch.v1.JobSpec"}]));
+        assert!(spec.get("$ref").is_none() && spec.get("description").is_some());
+        let props =
+            &d["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"]["properties"];
+        assert_eq!(props["$ref"]["type"], "string");
+        assert_eq!(props["allOf"]["type"], "array");
+        assert_eq!(d["io.k8s.apimachinery.pkg.api.resource.Quantity"]["type"], "string");
+        assert_eq!(d["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"], "int-or-string");
+        assert!(d["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON"].get("type").is_none());
+    }
+}

@@ -135,3 +135,46 @@ fn operation(op: &Value) -> Value {
     }
     Value::Object(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_unwrap_into_definitions_and_bodies_become_parameters() {
+        let v3 = json!({
+            "paths": {"/api/v1/namespaces/{namespace}/pods/{name}": {
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "patch": {
+                    "operationId": "patchCoreV1NamespacedPod",
+                    "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+                    "requestBody": {"content": {"application/merge-patch+json": {"schema": {"$ref": "#/components/schemas/P"}}}, "required": true},
+                    "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pod"}}}}},
+                    "x-kubernetes-action": "patch",
+                },
+            }},
+            "components": {"schemas": {
+                "Pod": {"properties": {
+                    "spec": {"allOf": [{"$ref": "#/components/schemas/PodSpec"}], "description": "d"},
+                    "$ref": {"type": "string"},
+                }},
+            }},
+        });
+        let v2 = document(&v3);
+        let spec = &v2["definitions"]["Pod"]["properties"]["spec"];
+        assert_eq!(spec, &json!({"$ref": "#/definitions/PodSpec", "description": "d"}));
+        assert_eq!(v2["definitions"]["Pod"]["properties"]["$ref"], json!({"type": "string"}));
+        let item = &v2["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"];
+        assert_eq!(
+            item["parameters"][0],
+            json!({"in": "path", "name": "name", "required": true, "type": "string"})
+        );
+        let patch = &item["patch"];
+        assert_eq!(patch["consumes"], json!(["application/merge-patch+json"]));
+        assert_eq!(patch["parameters"][0]["in"], "body");
+        assert_eq!(patch["parameters"][0]["schema"]["$ref"], "#/definitions/P");
+        assert_eq!(patch["parameters"][1]["name"], "fieldValidation");
+        assert_eq!(patch["responses"]["200"]["schema"]["$ref"], "#/definitions/Pod");
+        assert_eq!(patch["x-kubernetes-action"], "patch");
+    }
+}
