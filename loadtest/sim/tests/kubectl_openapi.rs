@@ -2,7 +2,7 @@
 //! and v2 in protobuf), and "save, edit, apply" — `kubectl get -o yaml` of every kind the sim
 //! serves (a `kind: List`, which kubectl validates client-side against `/openapi/v2`) fed back
 //! through `apply -f`, `replace -f`, `diff -f` and, after a delete, `create -f` — and the other
-//! paths everyday commands read (`get --raw /openapi/v2`, `auth can-i`, `auth whoami`).
+//! paths everyday commands read (`get --raw /openapi/v2`, `auth can-i [--list]`, `auth whoami`).
 
 mod common;
 
@@ -282,6 +282,8 @@ async fn raw_openapi_v2_and_auth_commands() {
     assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
 
     assert_eq!(k.ok(&["auth", "can-i", "create", "jobs"]).await.trim(), "yes");
+    let rules = k.ok(&["auth", "can-i", "--list"]).await;
+    assert!(rules.lines().any(|l| l.starts_with("*.*") && l.contains("[*]")), "{rules}");
     let whoami = k.ok(&["auth", "whoami"]).await;
     assert!(whoami.contains("sim") && whoami.contains("system:authenticated"), "{whoami}");
 }

@@ -327,11 +327,16 @@ async fn non_resource(
                 "only the following media types are accepted: application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
             )),
         },
-        Route::SelfSubjectAccessReview | Route::SelfSubjectReview if method != http::Method::POST => {
+        Route::SelfSubjectAccessReview | Route::SelfSubjectRulesReview | Route::SelfSubjectReview
+            if method != http::Method::POST =>
+        {
             Err(ApiError::method_not_allowed())
         }
         Route::SelfSubjectAccessReview => {
             Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_access_review(&body)))
+        }
+        Route::SelfSubjectRulesReview => {
+            Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_rules_review(&body)))
         }
         Route::SelfSubjectReview => Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_review())),
         Route::Admin(rest) => admin::handle(shared, method, &rest, q, body).await,

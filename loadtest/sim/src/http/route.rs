@@ -23,8 +23,9 @@ pub enum Route {
         version: String,
     },
     OpenApiV2,
-    /// `kubectl auth can-i` and `kubectl auth whoami` (create-only, not stored).
+    /// `kubectl auth can-i [--list]` and `kubectl auth whoami` (create-only, not stored).
     SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
     SelfSubjectReview,
     Admin(Vec<String>),
     Resource(ResourcePath),
@@ -64,6 +65,7 @@ pub fn parse(path: &str) -> Route {
         // no longer tries) in 1.14.
         ["openapi", "v2"] => Route::OpenApiV2,
         ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => Route::SelfSubjectAccessReview,
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectrulesreviews"] => Route::SelfSubjectRulesReview,
         ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => Route::SelfSubjectReview,
         ["_sim", rest @ ..] => Route::Admin(rest.iter().map(|x| x.to_string()).collect()),
         ["api", "v1", rest @ ..] => resource(String::new(), "v1".into(), rest),

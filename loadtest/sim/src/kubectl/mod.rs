@@ -23,7 +23,7 @@ pub use openapi::{
     OPENAPI_V2_PROTOBUF_ACCEPT, OPENAPI_V2_PROTOBUF_CONTENT_TYPE, openapi_v2_json, openapi_v2_protobuf,
     openapi_v3_group_version, openapi_v3_root,
 };
-pub use reviews::{self_subject_access_review, self_subject_review};
+pub use reviews::{self_subject_access_review, self_subject_review, self_subject_rules_review};
 pub use table::{
     AcceptTarget, IncludeObject, IncludeObjectError, META_GROUP, column_definitions, negotiate,
     partial_object_metadata, table, table_for_version, table_row, wants_table,
