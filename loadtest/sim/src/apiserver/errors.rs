@@ -176,6 +176,11 @@ impl ApiError {
         Self::new(404, "NotFound", "the server could not find the requested resource")
     }
 
+    /// A method a path does not serve (a GET of a create-only review): the apiserver's 405.
+    pub fn method_not_allowed() -> Self {
+        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    }
+
     /// A subresource the sim does not serve (`pods/NAME/ephemeralcontainers`, …): the same 404,
     /// but with empty details, which is what kubectl looks at to tell a missing subresource from
     /// a missing object (`kubectl debug` dereferences `Details` and would panic on none).

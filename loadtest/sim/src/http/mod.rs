@@ -216,7 +216,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         }
         other => {
             shared.counters.request(&parts.method.as_str().to_lowercase(), "nonResource");
-            non_resource(&shared, &parts.method, other, &q, body).await
+            non_resource(&shared, &parts.method, other, &q, &parts.headers, body).await
         }
     };
     let reply = match reply {
@@ -280,6 +280,7 @@ async fn non_resource(
     method: &http::Method,
     route: Route,
     q: &Query,
+    headers: &http::HeaderMap,
     body: Bytes,
 ) -> Result<Reply, ApiError> {
     let registry = shared.api.registry();
@@ -311,8 +312,33 @@ async fn non_resource(
             .map_or_else(|| Err(ApiError::page_not_found()), ok),
         Route::OpenApiV3Root => ok(kubectl::openapi_v3_root(&registry)),
         Route::OpenApiV3 { group, version } => kubectl::openapi_v3_group_version(&registry, &group, &version)
-            .map_or_else(|| Err(ApiError::page_not_found()), ok),
-        Route::OpenApiV2 => Err(ApiError::page_not_found()),
+            .map_or_else(
+                || Err(ApiError::page_not_found()),
+                |doc| Ok(Reply::bytes_of(doc, "application/json")),
+            ),
+        Route::OpenApiV2 => match negotiate::openapi_v2(headers) {
+            Some(negotiate::OpenApiV2::Json) => {
+                Ok(Reply::bytes_of(kubectl::openapi_v2_json(), "application/json"))
+            }
+            Some(negotiate::OpenApiV2::Protobuf) => {
+                Ok(Reply::bytes_of(kubectl::openapi_v2_protobuf(), kubectl::OPENAPI_V2_PROTOBUF_CONTENT_TYPE))
+            }
+            None => Err(ApiError::not_acceptable(
+                "only the following media types are accepted: application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            )),
+        },
+        Route::SelfSubjectAccessReview | Route::SelfSubjectRulesReview | Route::SelfSubjectReview
+            if method != http::Method::POST =>
+        {
+            Err(ApiError::method_not_allowed())
+        }
+        Route::SelfSubjectAccessReview => {
+            Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_access_review(&body)))
+        }
+        Route::SelfSubjectRulesReview => {
+            Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_rules_review(&body)))
+        }
+        Route::SelfSubjectReview => Ok(Reply::json(StatusCode::CREATED, &kubectl::self_subject_review())),
         Route::Admin(rest) => admin::handle(shared, method, &rest, q, body).await,
         Route::Resource(_) | Route::NotFound => Err(ApiError::page_not_found()),
     }

@@ -208,3 +208,54 @@ mod wanted_tests {
         assert_eq!(wanted(&protobuf), Wanted::ProtobufOnly);
     }
 }
+
+/// The forms `/openapi/v2` is served in (kube-openapi's handler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenApiV2 {
+    Json,
+    /// gnostic protobuf.
+    Protobuf,
+}
+
+/// The first acceptable Accept range wins, as kube-openapi's handler (`handler/handler.go`) decides; no Accept, or a
+/// wildcard, is JSON; `None` when nothing offered is acceptable (406).
+pub fn openapi_v2(headers: &HeaderMap) -> Option<OpenApiV2> {
+    let ranges: Vec<String> = headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|r| r.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .filter(|r| !r.is_empty())
+        .collect();
+    if ranges.is_empty() {
+        return Some(OpenApiV2::Json);
+    }
+    ranges.iter().find_map(|r| match r.as_str() {
+        "application/json" | "application/*" | "*/*" => Some(OpenApiV2::Json),
+        crate::kubectl::OPENAPI_V2_PROTOBUF_ACCEPT => Some(OpenApiV2::Protobuf),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod openapi_v2_tests {
+    use super::*;
+
+    fn accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::ACCEPT, v.parse().expect("header"));
+        h
+    }
+
+    #[test]
+    fn openapi_v2_forms() {
+        assert_eq!(openapi_v2(&HeaderMap::new()), Some(OpenApiV2::Json));
+        assert_eq!(
+            openapi_v2(&accept("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")),
+            Some(OpenApiV2::Protobuf)
+        );
+        assert_eq!(openapi_v2(&accept("text/html, application/json;q=0.9")), Some(OpenApiV2::Json));
+        assert_eq!(openapi_v2(&accept("application/yaml")), None);
+    }
+}

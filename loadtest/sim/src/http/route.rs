@@ -10,11 +10,23 @@ pub enum Route {
     Health,
     Api,
     Apis,
-    GroupVersion { group: String, version: String },
-    Group { group: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
+    Group {
+        group: String,
+    },
     OpenApiV3Root,
-    OpenApiV3 { group: String, version: String },
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
     OpenApiV2,
+    /// `kubectl auth can-i [--list]` and `kubectl auth whoami` (create-only, not stored).
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
+    SelfSubjectReview,
     Admin(Vec<String>),
     Resource(ResourcePath),
     NotFound,
@@ -49,7 +61,12 @@ pub fn parse(path: &str) -> Route {
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", "api", v] => Route::OpenApiV3 { group: String::new(), version: v.to_string() },
         ["openapi", "v3", "apis", g, v] => Route::OpenApiV3 { group: g.to_string(), version: v.to_string() },
-        ["openapi", "v2"] | ["swagger.json"] => Route::OpenApiV2,
+        // kube-apiserver dropped `/swagger.json` (and the `/swagger-2.0.0.pb-v1` fallback client-go
+        // no longer tries) in 1.14.
+        ["openapi", "v2"] => Route::OpenApiV2,
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => Route::SelfSubjectAccessReview,
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectrulesreviews"] => Route::SelfSubjectRulesReview,
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => Route::SelfSubjectReview,
         ["_sim", rest @ ..] => Route::Admin(rest.iter().map(|x| x.to_string()).collect()),
         ["api", "v1", rest @ ..] => resource(String::new(), "v1".into(), rest),
         ["apis", g, v, rest @ ..] => resource(g.to_string(), v.to_string(), rest),

@@ -1,4 +1,4 @@
-//! Pure renderers for what kubectl reads: legacy discovery, `/version`, an OpenAPI v3 stub, and
+//! Pure renderers for what kubectl reads: legacy discovery, `/version`, OpenAPI v2 and v3, and
 //! server-side `Table`s (`kubectl get`). Nothing here does I/O or reads the clock; the HTTP layer
 //! passes `now` in and writes the returned JSON with `Content-Type: application/json`.
 //!
@@ -14,11 +14,16 @@ mod discovery;
 mod duration;
 mod openapi;
 mod printers;
+mod reviews;
 mod table;
 
 pub use discovery::{api_group_list, api_resource_list, api_versions, version_info};
 pub use duration::{human_duration, short_human_duration};
-pub use openapi::{openapi_v3_group_version, openapi_v3_root};
+pub use openapi::{
+    OPENAPI_V2_PROTOBUF_ACCEPT, OPENAPI_V2_PROTOBUF_CONTENT_TYPE, openapi_v2_json, openapi_v2_protobuf,
+    openapi_v3_group_version, openapi_v3_root,
+};
+pub use reviews::{self_subject_access_review, self_subject_review, self_subject_rules_review};
 pub use table::{
     AcceptTarget, IncludeObject, IncludeObjectError, META_GROUP, column_definitions, negotiate,
     partial_object_metadata, table, table_for_version, table_row, wants_table,

@@ -36,6 +36,8 @@ pub use merge::{
     parse_merge_patch_noting_duplicates,
 };
 pub use schema::SchemaKind;
+/// The patch table as the OpenAPI documents publish it (`kubectl/openapi/definitions.rs`).
+pub(crate) use schema::{Schema as PatchSchema, Ssa, SsaList};
 
 /// The patch a PATCH request's Content-Type asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -380,6 +380,14 @@ static PDB: TypeDef = TypeDef {
     ],
 };
 
+// ---- autoscaling/v2 ----
+
+/// HorizontalPodAutoscalerStatus.conditions: patchStrategy:"merge" patchMergeKey:"type".
+static HPA: TypeDef = TypeDef {
+    name: "HorizontalPodAutoscaler",
+    fields: &[nested("metadata", &OBJECT_META), nested("status", &CONDITIONS_STATUS)],
+};
+
 /// (apiVersion, kind, root type) of every kind with a schema.
 static KINDS: &[(&str, &str, &TypeDef)] = &[
     ("v1", "Pod", &POD),
@@ -401,6 +409,11 @@ static KINDS: &[(&str, &str, &TypeDef)] = &[
     ("apps/v1", "DaemonSet", &WORKLOAD),
     ("apps/v1", "ReplicaSet", &WORKLOAD),
     ("policy/v1", "PodDisruptionBudget", &PDB),
+    // kubectl apply sends strategic merge patches for every kind compiled into it; these carry
+    // no patch tags but ObjectMeta's (CRD status conditions are an SSA map without SMP tags).
+    ("networking.k8s.io/v1", "NetworkPolicy", &META_ONLY),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", &HPA),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", &META_ONLY),
     ("rbac.authorization.k8s.io/v1", "Role", &META_ONLY),
     ("rbac.authorization.k8s.io/v1", "RoleBinding", &META_ONLY),
     ("rbac.authorization.k8s.io/v1", "ClusterRole", &META_ONLY),
