@@ -7,12 +7,19 @@
 //!   bash against a sim cluster and a fleet (namespace `batchfleet`, workers `fleet-worker-0` and
 //!   `fleet-worker-1`, `FLEET_ADMIN` set, `AUDIT_LOG` the sim's audit log, the binaries and
 //!   kubectl on `PATH`), from the repository's root; each must exit 0.
+//! - Every kustomization the install guide shows (```` ```yaml ```` blocks preceded by
+//!   `<!-- kustomize-test -->` in docs/operations.md: a `kustomization.yaml` of one's own beside
+//!   a checkout of batchfleet) builds with `kubectl kustomize`, with the objects of every
+//!   component it lists.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, kubectl, kubectl_ok, marked_blocks, root};
+use batchfleet_deploy_tests::{
+    Fleet, FleetSpec, OwnKustomization, Sim, Stack, describe, documents, kubectl, kubectl_ok, marked_blocks,
+    marked_blocks_of, root, run_kubectl,
+};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::testing::{wait_until, workspace_binary};
 
@@ -261,4 +268,58 @@ async fn the_how_tos_commands_work_as_written_against_the_sim() {
         }
     }
     assert!(ran >= 10, "{ran} blocks ran");
+}
+
+#[test]
+fn every_kustomization_the_install_guide_shows_builds_with_its_components() {
+    let text = std::fs::read_to_string(root().join("docs/operations.md")).expect("read the doc");
+    let blocks = marked_blocks_of(&text, "kustomize-test", "yaml");
+    assert!(blocks.len() >= 3, "docs/operations.md: its kustomizations are marked");
+    let base: std::collections::BTreeSet<String> = Stack::new("base").build().iter().map(describe).collect();
+    let mut stacks_etcd_monitoring_tls = false;
+    for block in &blocks {
+        let own = OwnKustomization::new(block);
+        let out = run_kubectl(None, &["kustomize", &own.path().to_string_lossy()]);
+        assert!(
+            out.status.success(),
+            "docs/operations.md: this kustomization does not build:\n{block}\n--- kubectl:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let built: std::collections::BTreeSet<String> =
+            documents(&String::from_utf8_lossy(&out.stdout)).iter().map(describe).collect();
+        assert!(built.contains("StatefulSet/fleet-worker"), "{block}: no fleet");
+        let kustomization = documents(block).remove(0);
+        let listed: Vec<&str> =
+            kustomization["components"].as_array().into_iter().flatten().filter_map(|c| c.as_str()).collect();
+        let mut names = Vec::new();
+        for path in listed {
+            let name = path.strip_prefix("../batchfleet/deploy/components/").unwrap_or_else(|| {
+                panic!("{block}: components are listed as ../batchfleet/deploy/components/NAME, not {path}")
+            });
+            let added: Vec<String> = Stack::new(&format!("base+{name}"))
+                .build()
+                .iter()
+                .map(describe)
+                .filter(|o| !base.contains(o))
+                .collect();
+            let missing: Vec<&String> = added.iter().filter(|o| !built.contains(*o)).collect();
+            assert!(missing.is_empty(), "{block}: {name}'s {missing:?} are not built");
+            names.push(name);
+        }
+        // An image the kustomization names is the one its pods run.
+        let containers = documents(&String::from_utf8_lossy(&out.stdout)).into_iter().flat_map(|o| {
+            o["spec"]["template"]["spec"]["containers"].as_array().cloned().unwrap_or_default()
+        });
+        let images: Vec<String> = containers.filter_map(|c| c["image"].as_str().map(String::from)).collect();
+        for image in kustomization["images"].as_array().into_iter().flatten() {
+            let wanted = format!(
+                "{}:{}",
+                image["newName"].as_str().unwrap_or_default(),
+                image["newTag"].as_str().unwrap_or_default()
+            );
+            assert!(images.contains(&wanted), "{block}: no container runs {wanted}: {images:?}");
+        }
+        stacks_etcd_monitoring_tls |= ["etcd", "monitoring", "tls"].iter().all(|c| names.contains(c));
+    }
+    assert!(stacks_etcd_monitoring_tls, "the install guide shows etcd, monitoring and tls stacked");
 }

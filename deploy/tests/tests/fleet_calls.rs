@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use batchfleet_deploy_tests::{
-    Etcd, Fleet, FleetSpec, Sim, build, deploy_dir, describe, documents, fleetctl, http_get, kustomization,
+    Etcd, Fleet, FleetSpec, Sim, Stack, deploy_dir, describe, documents, fleetctl, http_get,
 };
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::read_log;
@@ -243,7 +243,7 @@ fn promql_metrics_finds_the_metric_names_only() {
 /// Every query of the dashboard and expression of the alerts.
 fn queries() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let dashboard_path = deploy_dir().join("overlays/monitoring/batchfleet-dashboard.json");
+    let dashboard_path = deploy_dir().join("components/monitoring/batchfleet-dashboard.json");
     let dashboard: Value =
         serde_json::from_str(&std::fs::read_to_string(&dashboard_path).expect("dashboard"))
             .expect("the dashboard parses");
@@ -257,8 +257,8 @@ fn queries() -> Vec<(String, String)> {
             out.push((format!("dashboard panel {}", panel["title"]), expr));
         }
     }
-    let rules =
-        std::fs::read_to_string(deploy_dir().join("overlays/monitoring/prometheusrule.yaml")).expect("rules");
+    let rules = std::fs::read_to_string(deploy_dir().join("components/monitoring/prometheusrule.yaml"))
+        .expect("rules");
     let rules = documents(&rules).remove(0);
     let mut alerts = BTreeSet::new();
     for group in rules["spec"]["groups"].as_array().expect("groups") {
@@ -289,17 +289,18 @@ async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and
     the_calls_match_the_overlays_rbac("base", None).await;
 }
 
-/// On etcd the fleet makes no Lease or ConfigMap call, and the `etcd` overlay grants none.
+/// On etcd the fleet makes no Lease or ConfigMap call, and the base with the `etcd` component
+/// grants none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_etcd_the_fleets_calls_match_the_etcd_overlays_rbac() {
+async fn on_etcd_the_fleets_calls_match_the_etcd_components_rbac() {
     let data = tempfile::tempdir().expect("tempdir");
     let etcd =
         batchfleet_deploy_tests::start_etcd(data.path(), "etcd", batchfleet_deploy_tests::free_port()).await;
-    the_calls_match_the_overlays_rbac("etcd", Some(&etcd)).await;
+    the_calls_match_the_overlays_rbac("base+etcd", Some(&etcd)).await;
 }
 
 /// Runs the work on a fleet (on `etcd` when given, else the Kubernetes store), then checks its
-/// calls against the RBAC of `overlay` and its metrics against the dashboard and the alerts.
+/// calls against the RBAC of `overlay` (a `Stack` name) and its metrics against the dashboard and the alerts.
 async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     let store_args = etcd.map(Etcd::store_args).unwrap_or_default();
     let sim = Sim::start(SimConfig { nodes: 3, ..SimConfig::default() }).await;
@@ -551,7 +552,7 @@ async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job
         let checks = owner_reference_checks(worker);
         worker.extend(checks);
     }
-    let objects = build(&kustomization(overlay));
+    let objects = Stack::new(overlay).build();
     let mut failures = Vec::new();
     for who in ["fleet-coordinator", "fleet-worker"] {
         let made = calls.get(who).cloned().unwrap_or_default();
