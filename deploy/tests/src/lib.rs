@@ -80,6 +80,11 @@ impl OwnKustomization {
         Self { dir }
     }
 
+    /// Writes another file of `my-fleet/` (a resource or patch the kustomization names).
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).unwrap_or_else(|e| panic!("write my-fleet/{name}: {e}"));
+    }
+
     /// `my-fleet/`, the directory to build or apply.
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("my-fleet")
