@@ -110,9 +110,10 @@ impl Stack {
         }
         assert!(kustomization(base).is_dir(), "{base}");
         let known = components_names();
+        let resource = if base == "base" { "base".to_string() } else { format!("overlays/{base}") };
         let mut yaml = format!(
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../batchfleet/deploy/{}\ncomponents:\n",
-            if base == "base" { "base".to_string() } else { format!("overlays/{base}") }
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources:\n  - ../batchfleet/deploy/{resource}\ncomponents:\n"
         );
         for c in components {
             assert!(known.iter().any(|k| k == c), "no component {c}: {known:?}");

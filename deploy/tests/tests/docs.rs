@@ -317,7 +317,8 @@ fn every_kustomization_the_docs_show_builds_with_its_components() {
             let mut names = Vec::new();
             for path in listed.filter_map(|c| c.as_str()) {
                 let name = path.strip_prefix("../batchfleet/deploy/components/").unwrap_or_else(|| {
-                    panic!("{doc}: {block}: components are listed as ../batchfleet/deploy/components/NAME, not {path}")
+                    let expected = "../batchfleet/deploy/components/NAME";
+                    panic!("{doc}: {block}: components are listed as {expected}, not {path}")
                 });
                 let added: Vec<String> = Stack::new(&format!("base+{name}"))
                     .build()

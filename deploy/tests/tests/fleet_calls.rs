@@ -286,7 +286,7 @@ fn queries() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and_alerts() {
-    the_calls_match_the_overlays_rbac("base", None).await;
+    the_calls_match_the_rbac_of("base", None).await;
 }
 
 /// On etcd the fleet makes no Lease or ConfigMap call, and the base with the `etcd` component
@@ -296,12 +296,13 @@ async fn on_etcd_the_fleets_calls_match_the_etcd_components_rbac() {
     let data = tempfile::tempdir().expect("tempdir");
     let etcd =
         batchfleet_deploy_tests::start_etcd(data.path(), "etcd", batchfleet_deploy_tests::free_port()).await;
-    the_calls_match_the_overlays_rbac("base+etcd", Some(&etcd)).await;
+    the_calls_match_the_rbac_of("base+etcd", Some(&etcd)).await;
 }
 
 /// Runs the work on a fleet (on `etcd` when given, else the Kubernetes store), then checks its
-/// calls against the RBAC of `overlay` (a `Stack` name) and its metrics against the dashboard and the alerts.
-async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
+/// calls against the RBAC of `stack` (a `Stack`: `base`, `base+etcd`) and its metrics against
+/// the dashboard and the alerts.
+async fn the_calls_match_the_rbac_of(stack: &str, etcd: Option<&Etcd>) {
     let store_args = etcd.map(Etcd::store_args).unwrap_or_default();
     let sim = Sim::start(SimConfig { nodes: 3, ..SimConfig::default() }).await;
     let client = sim.client();
@@ -492,7 +493,7 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     drop(fleet);
 
     // RBAC: the calls against the rules; everything before the "after" Job's status was logged.
-    check_calls_against(&sim, overlay, "team-a", "after").await;
+    check_calls_against(&sim, stack, "team-a", "after").await;
 
     // Metrics: every name the dashboard and the alerts use is exported.
     let mut unknown = Vec::new();
@@ -511,9 +512,9 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
 }
 
 /// The calls `fleet-coordinator` and `fleet-worker` made, from the sim's audit log, against the
-/// rules `overlay` binds to them. The log is written by a thread of its own: it is read once it
+/// rules `stack` binds to them. The log is written by a thread of its own: it is read once it
 /// holds the status write of Job `namespace/last_job`, the last write of the work.
-async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job: &str) {
+async fn check_calls_against(sim: &Sim, stack: &str, namespace: &str, last_job: &str) {
     let events = wait_until("the audit log caught up", Duration::from_secs(30), || async {
         let events = read_log(&sim.audit_log()).ok()?;
         let caught_up = events.iter().any(|e| {
@@ -552,7 +553,7 @@ async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job
         let checks = owner_reference_checks(worker);
         worker.extend(checks);
     }
-    let objects = Stack::new(overlay).build();
+    let objects = Stack::new(stack).build();
     let mut failures = Vec::new();
     for who in ["fleet-coordinator", "fleet-worker"] {
         let made = calls.get(who).cloned().unwrap_or_default();
