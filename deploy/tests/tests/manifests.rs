@@ -614,3 +614,40 @@ fn the_memory_alert_follows_the_memory_limits() {
         assert!(expr.contains(&term), "the alert should have {term} for {workload}'s limit {limit}: {expr}");
     }
 }
+
+/// The plaintext, unauthenticated metrics ports (docs/security.md#metrics-and-health-endpoints)
+/// admit only Prometheus's pods: every ingress rule that opens one names them in each `from`.
+#[test]
+fn the_metrics_ports_admit_only_prometheus() {
+    let prometheus = serde_json::json!({"app.kubernetes.io/name": "prometheus"});
+    let mut checked = BTreeSet::new();
+    for name in stacks() {
+        for policy in Stack::new(&name).build().iter().filter(|o| o["kind"] == "NetworkPolicy") {
+            let what = format!("{name}: {}", describe(policy));
+            for rule in policy["spec"]["ingress"].as_array().expect("ingress rules") {
+                let ports: Vec<u64> = rule["ports"]
+                    .as_array()
+                    .expect("ports")
+                    .iter()
+                    .filter_map(|p| p["port"].as_u64())
+                    .collect();
+                let metrics: Vec<u64> =
+                    ports.into_iter().filter(|p| [9400, 8080, 2381].contains(p)).collect();
+                if metrics.is_empty() {
+                    continue;
+                }
+                let from =
+                    rule["from"].as_array().unwrap_or_else(|| panic!("{what}: {metrics:?} open to all"));
+                assert!(!from.is_empty(), "{what}: {metrics:?} open to all");
+                for peer in from {
+                    assert_eq!(
+                        peer["podSelector"]["matchLabels"], prometheus,
+                        "{what}: {metrics:?} from {peer}"
+                    );
+                }
+                checked.extend(metrics);
+            }
+        }
+    }
+    assert_eq!(checked, BTreeSet::from([2381, 8080, 9400]), "the metrics ports of the fleet and etcd");
+}
