@@ -28,17 +28,28 @@ pub fn kubectl() -> PathBuf {
     if tools.exists() { tools } else { PathBuf::from("kubectl") }
 }
 
-/// The kustomizations: `deploy/base` and every `deploy/overlays/*`, by name (`base`, `etcd`, …).
+/// The kustomizations: `deploy/base` and every `deploy/overlays/*` (the two modes,
+/// `beside-kcm` and `replace-kcm`), by name.
 pub fn kustomizations() -> Vec<(String, PathBuf)> {
     let mut out = vec![("base".to_string(), deploy_dir().join("base"))];
-    let mut overlays: Vec<(String, PathBuf)> = std::fs::read_dir(deploy_dir().join("overlays"))
-        .expect("deploy/overlays")
+    out.extend(subdirectories_with(&deploy_dir().join("overlays"), "kustomization.yaml"));
+    out
+}
+
+/// The kustomize Components, `deploy/components/*` (`etcd`, `monitoring`, `tls`, …), by name.
+pub fn components() -> Vec<(String, PathBuf)> {
+    subdirectories_with(&deploy_dir().join("components"), "kustomization.yaml")
+}
+
+/// The subdirectories of `dir` holding a file `file`, by name, sorted.
+fn subdirectories_with(dir: &Path, file: &str) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()
-        .filter(|e| e.path().join("kustomization.yaml").exists())
+        .filter(|e| e.path().join(file).exists())
         .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
         .collect();
-    overlays.sort();
-    out.extend(overlays);
+    out.sort();
     out
 }
 
@@ -49,6 +60,93 @@ pub fn kustomization(name: &str) -> PathBuf {
         .find(|(n, _)| n == name)
         .unwrap_or_else(|| panic!("no kustomization {name}"))
         .1
+}
+
+/// A kustomization of one's own as docs/operations.md shows it: `my-fleet/kustomization.yaml`
+/// in a directory beside a checkout of batchfleet (`batchfleet/`, here a symlink to the
+/// workspace), so its `../batchfleet/deploy/…` paths resolve as they do for a user. (kustomize
+/// takes no absolute path to a base or a component.) Removed when dropped.
+pub struct OwnKustomization {
+    dir: tempfile::TempDir,
+}
+
+impl OwnKustomization {
+    pub fn new(kustomization_yaml: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(root(), dir.path().join("batchfleet")).expect("symlink batchfleet/");
+        std::fs::create_dir(dir.path().join("my-fleet")).expect("my-fleet/");
+        std::fs::write(dir.path().join("my-fleet/kustomization.yaml"), kustomization_yaml)
+            .expect("write kustomization.yaml");
+        Self { dir }
+    }
+
+    /// Writes another file of `my-fleet/` (a resource or patch the kustomization names).
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).unwrap_or_else(|e| panic!("write my-fleet/{name}: {e}"));
+    }
+
+    /// `my-fleet/`, the directory to build or apply.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("my-fleet")
+    }
+}
+
+/// What to build or apply: `base`, an overlay (`replace-kcm`), or either with components
+/// stacked on it, joined by `+` (`base+tls`, `replace-kcm+etcd+monitoring+tls`), as an own
+/// kustomization lists them.
+pub struct Stack {
+    pub name: String,
+    dir: PathBuf,
+    _own: Option<OwnKustomization>,
+}
+
+impl Stack {
+    pub fn new(name: &str) -> Self {
+        let mut parts = name.split('+');
+        let base = parts.next().unwrap_or_default();
+        let components: Vec<&str> = parts.collect();
+        if components.is_empty() {
+            return Self { name: name.into(), dir: kustomization(name), _own: None };
+        }
+        assert!(kustomization(base).is_dir(), "{base}");
+        let known = components_names();
+        let resource = if base == "base" { "base".to_string() } else { format!("overlays/{base}") };
+        let mut yaml = format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources:\n  - ../batchfleet/deploy/{resource}\ncomponents:\n"
+        );
+        for c in components {
+            assert!(known.iter().any(|k| k == c), "no component {c}: {known:?}");
+            yaml.push_str(&format!("  - ../batchfleet/deploy/components/{c}\n"));
+        }
+        let own = OwnKustomization::new(&yaml);
+        Self { name: name.into(), dir: own.path(), _own: Some(own) }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The objects `kubectl kustomize` builds.
+    pub fn build(&self) -> Vec<Value> {
+        build(&self.dir)
+    }
+}
+
+fn components_names() -> Vec<String> {
+    components().into_iter().map(|(n, _)| n).collect()
+}
+
+/// What the tests build: the base, each overlay, the base with each component, and every
+/// component stacked on each overlay.
+pub fn stacks() -> Vec<String> {
+    let mut out: Vec<String> = kustomizations().into_iter().map(|(n, _)| n).collect();
+    let components = components_names();
+    out.extend(components.iter().map(|c| format!("base+{c}")));
+    for (overlay, _) in kustomizations().into_iter().skip(1) {
+        out.push(format!("{overlay}+{}", components.join("+")));
+    }
+    out
 }
 
 /// Runs kubectl with `args` (and `KUBECONFIG` when given); its output, whatever the exit code.
@@ -377,7 +475,14 @@ impl Fleet {
 /// The `sh` blocks marked `<!-- MARKER -->` (`sim-test`, `etcd-test`) in a Markdown file, their
 /// indentation removed.
 pub fn marked_blocks(markdown: &str, marker: &str) -> Vec<String> {
+    marked_blocks_of(markdown, marker, "sh")
+}
+
+/// The blocks of `language` (`sh`, `yaml`) marked `<!-- MARKER -->` in a Markdown file, their
+/// indentation removed. A marker not right before such a block fails the test.
+pub fn marked_blocks_of(markdown: &str, marker: &str, language: &str) -> Vec<String> {
     let comment = format!("<!-- {marker} -->");
+    let opening = format!("```{language}");
     let lines: Vec<&str> = markdown.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;
@@ -387,7 +492,10 @@ pub fn marked_blocks(markdown: &str, marker: &str) -> Vec<String> {
             continue;
         }
         let fence = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or_default();
-        assert!(fence.starts_with("```sh"), "{comment} must come right before a ```sh block, not {fence:?}");
+        assert!(
+            fence.trim_end() == opening,
+            "{comment} must come right before a {opening} block, not {fence:?}"
+        );
         let indent = lines[i + 1].len() - fence.len();
         let mut block = Vec::new();
         i += 2;

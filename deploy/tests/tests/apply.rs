@@ -1,42 +1,77 @@
-//! `kubectl apply -k` of the base and of every overlay against a sim cluster the test starts,
-//! then `kubectl apply -k --dry-run=server` and `kubectl diff -k`, which must find nothing to
-//! change: the server keeps what the manifests say (no field it drops or defaults differently
-//! on every apply). (The sim serves every kind deploy/ uses, as kube-apiserver does:
-//! NetworkPolicy and HorizontalPodAutoscaler among its built-in kinds, and CRDs it marks
-//! Established.) The monitoring overlay's Prometheus Operator kinds are CustomResources: as
-//! on a real cluster, their CRDs are applied first.
+//! `kubectl apply -k` of the base, of each overlay, and of the base with each component (as a
+//! kustomization of one's own lists it) against a sim cluster the test starts, then
+//! `kubectl apply -k --dry-run=server` and `kubectl diff -k`, which must find nothing to change:
+//! the server keeps what the manifests say (no field it drops or defaults differently on every
+//! apply). (The sim serves every kind deploy/ uses, as kube-apiserver does: NetworkPolicy and
+//! HorizontalPodAutoscaler among its built-in kinds, and CRDs it marks Established.) The
+//! Prometheus Operator's and cert-manager's kinds are CustomResources: as on a real cluster,
+//! their CRDs are applied first when what is applied uses them.
 
-use batchfleet_deploy_tests::{Sim, kubectl_ok, kustomization, kustomizations, run_kubectl};
+use std::path::Path;
+use std::time::Duration;
+
+use batchfleet_deploy_tests::{Sim, Stack, components, kubectl_ok, kustomizations, root, run_kubectl};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::testing::wait_until;
-use std::time::Duration;
+use serde_json::Value;
+
+/// The CRDs of an API group, as a test fixture: the group, the fixture, the CRDs and a kind
+/// discovery must list once they are established.
+const CRDS: &[(&str, &str, &[&str], &str)] = &[
+    (
+        "monitoring.coreos.com",
+        "deploy/tests/fixtures/prometheus-operator-crds.yaml",
+        &["crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"],
+        "PrometheusRule",
+    ),
+    (
+        "cert-manager.io",
+        "deploy/tests/fixtures/cert-manager-crds.yaml",
+        &["crd/issuers.cert-manager.io", "crd/certificates.cert-manager.io"],
+        "Certificate",
+    ),
+];
+
+/// Installs the CRDs of every custom API group `objects` use; fails on a group with none.
+async fn install_crds(kubeconfig: &Path, objects: &[Value]) {
+    let builtin = |group: &str| !group.contains('.') || group.ends_with(".k8s.io");
+    let groups: std::collections::BTreeSet<&str> = objects
+        .iter()
+        .filter_map(|o| o["apiVersion"].as_str()?.split_once('/').map(|(g, _)| g))
+        .filter(|g| !builtin(g))
+        .collect();
+    for group in groups {
+        let (_, fixture, crds, kind) = CRDS
+            .iter()
+            .find(|(g, ..)| *g == group)
+            .unwrap_or_else(|| panic!("no CRD fixture for the API group {group}: add one to CRDS"));
+        kubectl_ok(Some(kubeconfig), &["apply", "-f", &root().join(fixture).to_string_lossy()]);
+        for crd in *crds {
+            kubectl_ok(Some(kubeconfig), &["wait", "--for=condition=Established", "--timeout=30s", crd]);
+        }
+        // Discovery serves the new group once the CRDs are established.
+        wait_until(&format!("{group} in discovery"), Duration::from_secs(30), || async {
+            let out = run_kubectl(Some(kubeconfig), &["api-resources", &format!("--api-group={group}")]);
+            String::from_utf8_lossy(&out.stdout).contains(kind).then_some(())
+        })
+        .await;
+    }
+}
 
 async fn applies_and_stays_unchanged(name: &str) {
     let sim = Sim::start(SimConfig { nodes: 1, kubelet: false, ..SimConfig::default() }).await;
     let kubeconfig = sim.kubeconfig();
-    let dir = kustomization(name).to_string_lossy().into_owned();
-    if name == "monitoring" {
-        let crds =
-            batchfleet_deploy_tests::root().join("deploy/tests/fixtures/prometheus-operator-crds.yaml");
-        kubectl_ok(Some(&kubeconfig), &["apply", "-f", &crds.to_string_lossy()]);
-        let crds = ["crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"];
-        for crd in crds {
-            kubectl_ok(Some(&kubeconfig), &["wait", "--for=condition=Established", "--timeout=30s", crd]);
-        }
-        // Discovery serves the new group once the CRDs are established.
-        wait_until("monitoring.coreos.com in discovery", Duration::from_secs(30), || async {
-            let out = run_kubectl(Some(&kubeconfig), &["api-resources", "--api-group=monitoring.coreos.com"]);
-            String::from_utf8_lossy(&out.stdout).contains("PrometheusRule").then_some(())
-        })
-        .await;
-    }
+    let stack = Stack::new(name);
+    let dir = stack.dir().to_string_lossy().into_owned();
+    let built = stack.build();
+    install_crds(&kubeconfig, &built).await;
     let applied = kubectl_ok(Some(&kubeconfig), &["apply", "-k", &dir]);
     let lines: Vec<&str> = applied.lines().collect();
     assert!(
         lines.iter().all(|l| l.ends_with(" created")),
         "{name}: a first apply creates everything:\n{applied}"
     );
-    let expected = batchfleet_deploy_tests::build(&kustomization(name)).len();
+    let expected = built.len();
     assert_eq!(lines.len(), expected, "{name}: one line per object:\n{applied}");
 
     let again = kubectl_ok(Some(&kubeconfig), &["apply", "-k", &dir, "--dry-run=server"]);
@@ -63,14 +98,13 @@ async fn applies_and_stays_unchanged(name: &str) {
     );
 }
 
+/// A new overlay or component fails here until it has its test below.
 #[test]
-fn every_kustomization_has_an_apply_test() {
-    let names: Vec<String> = kustomizations().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(
-        names,
-        ["base", "beside-kcm", "etcd", "hpa-example", "monitoring", "replace-kcm"],
-        "add a test below"
-    );
+fn every_kustomization_and_component_has_an_apply_test() {
+    let overlays: Vec<String> = kustomizations().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(overlays, ["base", "beside-kcm", "replace-kcm"], "add a test below");
+    let components: Vec<String> = components().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(components, ["etcd", "hpa-example", "monitoring", "tls"], "add a test below");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,21 +118,32 @@ async fn beside_kcm() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn etcd() {
-    applies_and_stays_unchanged("etcd").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hpa_example() {
-    applies_and_stays_unchanged("hpa-example").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn monitoring() {
-    applies_and_stays_unchanged("monitoring").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_kcm() {
     applies_and_stays_unchanged("replace-kcm").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_with_etcd() {
+    applies_and_stays_unchanged("base+etcd").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_with_hpa_example() {
+    applies_and_stays_unchanged("base+hpa-example").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_with_monitoring() {
+    applies_and_stays_unchanged("base+monitoring").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_with_tls() {
+    applies_and_stays_unchanged("base+tls").await;
+}
+
+/// Every component at once, on the mode most installs use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_kcm_with_every_component() {
+    applies_and_stays_unchanged("replace-kcm+etcd+hpa-example+monitoring+tls").await;
 }

@@ -7,12 +7,19 @@
 //!   bash against a sim cluster and a fleet (namespace `batchfleet`, workers `fleet-worker-0` and
 //!   `fleet-worker-1`, `FLEET_ADMIN` set, `AUDIT_LOG` the sim's audit log, the binaries and
 //!   kubectl on `PATH`), from the repository's root; each must exit 0.
+//! - Every kustomization the docs show (```` ```yaml ```` blocks preceded by
+//!   `<!-- kustomize-test -->` in docs/operations.md and docs/security.md: a `kustomization.yaml`
+//!   of one's own beside a checkout of batchfleet, and the files it names) builds with
+//!   `kubectl kustomize`, with the objects of every component it lists.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use batchfleet_deploy_tests::{Fleet, FleetSpec, Sim, kubectl, kubectl_ok, marked_blocks, root};
+use batchfleet_deploy_tests::{
+    Fleet, FleetSpec, OwnKustomization, Sim, Stack, describe, documents, kubectl, kubectl_ok, marked_blocks,
+    marked_blocks_of, root, run_kubectl,
+};
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::testing::{wait_until, workspace_binary};
 
@@ -261,4 +268,116 @@ async fn the_how_tos_commands_work_as_written_against_the_sim() {
         }
     }
     assert!(ran >= 10, "{ran} blocks ran");
+}
+
+/// The files of the kustomizations a doc shows: each marked block is `my-fleet/kustomization.yaml`,
+/// or the file its first line names (`# my-fleet/worker-3-certificate.yaml`), which belongs to
+/// the next kustomization. `(kustomization, [(file, text)])` in order.
+fn shown_kustomizations(markdown: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for block in marked_blocks_of(markdown, "kustomize-test", "yaml") {
+        let named = block.lines().next().and_then(|l| l.strip_prefix("# my-fleet/")).map(str::trim);
+        match named {
+            Some(name) if name != "kustomization.yaml" => files.push((name.to_string(), block.clone())),
+            _ => out.push((block, std::mem::take(&mut files))),
+        }
+    }
+    assert!(files.is_empty(), "a file shown after the last kustomization: {files:?}");
+    out
+}
+
+/// Every kustomization docs/operations.md and docs/security.md show builds as written, with the
+/// objects of every component it lists, the image it names, and (with the `tls` component) a
+/// worker certificate per replica, each mounted.
+#[test]
+fn every_kustomization_the_docs_show_builds_with_its_components() {
+    let base: std::collections::BTreeSet<String> = Stack::new("base").build().iter().map(describe).collect();
+    let mut stacks_etcd_monitoring_tls = false;
+    let mut shown = 0;
+    for doc in ["docs/operations.md", "docs/security.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).expect("read the doc");
+        for (block, files) in shown_kustomizations(&text) {
+            shown += 1;
+            let own = OwnKustomization::new(&block);
+            for (name, text) in &files {
+                own.write(name, text);
+            }
+            let out = run_kubectl(None, &["kustomize", &own.path().to_string_lossy()]);
+            assert!(
+                out.status.success(),
+                "{doc}: this kustomization does not build:\n{block}\n--- kubectl:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let objects = documents(&String::from_utf8_lossy(&out.stdout));
+            let built: std::collections::BTreeSet<String> = objects.iter().map(describe).collect();
+            assert!(built.contains("StatefulSet/fleet-worker"), "{doc}: {block}: no fleet");
+            let kustomization = documents(&block).remove(0);
+            let listed = kustomization["components"].as_array().into_iter().flatten();
+            let mut names = Vec::new();
+            for path in listed.filter_map(|c| c.as_str()) {
+                let name = path.strip_prefix("../batchfleet/deploy/components/").unwrap_or_else(|| {
+                    let expected = "../batchfleet/deploy/components/NAME";
+                    panic!("{doc}: {block}: components are listed as {expected}, not {path}")
+                });
+                let added: Vec<String> = Stack::new(&format!("base+{name}"))
+                    .build()
+                    .iter()
+                    .map(describe)
+                    .filter(|o| !base.contains(o))
+                    .collect();
+                let missing: Vec<&String> = added.iter().filter(|o| !built.contains(*o)).collect();
+                assert!(missing.is_empty(), "{doc}: {block}: {name}'s {missing:?} are not built");
+                names.push(name);
+            }
+            // An image the kustomization names is the one its pods run.
+            let containers = objects.iter().flat_map(|o| {
+                o["spec"]["template"]["spec"]["containers"].as_array().cloned().unwrap_or_default()
+            });
+            let images: Vec<String> =
+                containers.filter_map(|c| c["image"].as_str().map(String::from)).collect();
+            for image in kustomization["images"].as_array().into_iter().flatten() {
+                let wanted = format!(
+                    "{}:{}",
+                    image["newName"].as_str().unwrap_or_default(),
+                    image["newTag"].as_str().unwrap_or_default()
+                );
+                assert!(images.contains(&wanted), "{doc}: {block}: no container runs {wanted}: {images:?}");
+            }
+            if names.contains(&"tls") {
+                every_worker_has_its_certificate_mounted(&objects, &format!("{doc}: {block}"));
+            }
+            stacks_etcd_monitoring_tls |= ["etcd", "monitoring", "tls"].iter().all(|c| names.contains(c));
+        }
+    }
+    assert!(shown >= 4, "the docs' kustomizations are marked");
+    assert!(stacks_etcd_monitoring_tls, "the install guide shows etcd, monitoring and tls stacked");
+}
+
+/// With the `tls` component: a Certificate with Common Name `fleet-worker-N` for each of the
+/// StatefulSet's replicas, and each one's Secret (and no other) in the workers' projected volume.
+fn every_worker_has_its_certificate_mounted(objects: &[serde_json::Value], what: &str) {
+    let sts = objects.iter().find(|o| describe(o) == "StatefulSet/fleet-worker").expect("the workers");
+    let replicas = sts["spec"]["replicas"].as_u64().expect("replicas");
+    let volumes = sts["spec"]["template"]["spec"]["volumes"].as_array().expect("volumes");
+    let tls = volumes.iter().find(|v| v["name"] == "tls").expect("the tls volume");
+    let mut mounted: Vec<&str> = tls["projected"]["sources"]
+        .as_array()
+        .expect("a projected volume")
+        .iter()
+        .filter_map(|s| s["secret"]["name"].as_str())
+        .collect();
+    mounted.sort();
+    let mut wanted = Vec::new();
+    for ordinal in 0..replicas {
+        let cert = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == "Certificate" && o["spec"]["commonName"] == format!("fleet-worker-{ordinal}")
+            })
+            .unwrap_or_else(|| panic!("{what}: no certificate for fleet-worker-{ordinal} of {replicas}"));
+        wanted.push(cert["spec"]["secretName"].as_str().expect("secretName"));
+    }
+    wanted.sort();
+    assert_eq!(mounted, wanted, "{what}: the Secrets mounted are those of the {replicas} workers");
 }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use batchfleet_deploy_tests::{
-    Etcd, Fleet, FleetSpec, Sim, build, deploy_dir, describe, documents, fleetctl, http_get, kustomization,
+    Etcd, Fleet, FleetSpec, Sim, Stack, deploy_dir, describe, documents, fleetctl, http_get,
 };
 use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::read_log;
@@ -243,7 +243,7 @@ fn promql_metrics_finds_the_metric_names_only() {
 /// Every query of the dashboard and expression of the alerts.
 fn queries() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let dashboard_path = deploy_dir().join("overlays/monitoring/batchfleet-dashboard.json");
+    let dashboard_path = deploy_dir().join("components/monitoring/batchfleet-dashboard.json");
     let dashboard: Value =
         serde_json::from_str(&std::fs::read_to_string(&dashboard_path).expect("dashboard"))
             .expect("the dashboard parses");
@@ -257,8 +257,8 @@ fn queries() -> Vec<(String, String)> {
             out.push((format!("dashboard panel {}", panel["title"]), expr));
         }
     }
-    let rules =
-        std::fs::read_to_string(deploy_dir().join("overlays/monitoring/prometheusrule.yaml")).expect("rules");
+    let rules = std::fs::read_to_string(deploy_dir().join("components/monitoring/prometheusrule.yaml"))
+        .expect("rules");
     let rules = documents(&rules).remove(0);
     let mut alerts = BTreeSet::new();
     for group in rules["spec"]["groups"].as_array().expect("groups") {
@@ -286,21 +286,23 @@ fn queries() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleets_calls_match_its_rbac_and_its_metrics_match_the_dashboard_and_alerts() {
-    the_calls_match_the_overlays_rbac("base", None).await;
+    the_calls_match_the_rbac_of("base", None).await;
 }
 
-/// On etcd the fleet makes no Lease or ConfigMap call, and the `etcd` overlay grants none.
+/// On etcd the fleet makes no Lease or ConfigMap call, and the base with the `etcd` component
+/// grants none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_etcd_the_fleets_calls_match_the_etcd_overlays_rbac() {
+async fn on_etcd_the_fleets_calls_match_the_etcd_components_rbac() {
     let data = tempfile::tempdir().expect("tempdir");
     let etcd =
         batchfleet_deploy_tests::start_etcd(data.path(), "etcd", batchfleet_deploy_tests::free_port()).await;
-    the_calls_match_the_overlays_rbac("etcd", Some(&etcd)).await;
+    the_calls_match_the_rbac_of("base+etcd", Some(&etcd)).await;
 }
 
 /// Runs the work on a fleet (on `etcd` when given, else the Kubernetes store), then checks its
-/// calls against the RBAC of `overlay` and its metrics against the dashboard and the alerts.
-async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
+/// calls against the RBAC of `stack` (a `Stack`: `base`, `base+etcd`) and its metrics against
+/// the dashboard and the alerts.
+async fn the_calls_match_the_rbac_of(stack: &str, etcd: Option<&Etcd>) {
     let store_args = etcd.map(Etcd::store_args).unwrap_or_default();
     let sim = Sim::start(SimConfig { nodes: 3, ..SimConfig::default() }).await;
     let client = sim.client();
@@ -491,7 +493,7 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
     drop(fleet);
 
     // RBAC: the calls against the rules; everything before the "after" Job's status was logged.
-    check_calls_against(&sim, overlay, "team-a", "after").await;
+    check_calls_against(&sim, stack, "team-a", "after").await;
 
     // Metrics: every name the dashboard and the alerts use is exported.
     let mut unknown = Vec::new();
@@ -510,9 +512,9 @@ async fn the_calls_match_the_overlays_rbac(overlay: &str, etcd: Option<&Etcd>) {
 }
 
 /// The calls `fleet-coordinator` and `fleet-worker` made, from the sim's audit log, against the
-/// rules `overlay` binds to them. The log is written by a thread of its own: it is read once it
+/// rules `stack` binds to them. The log is written by a thread of its own: it is read once it
 /// holds the status write of Job `namespace/last_job`, the last write of the work.
-async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job: &str) {
+async fn check_calls_against(sim: &Sim, stack: &str, namespace: &str, last_job: &str) {
     let events = wait_until("the audit log caught up", Duration::from_secs(30), || async {
         let events = read_log(&sim.audit_log()).ok()?;
         let caught_up = events.iter().any(|e| {
@@ -551,7 +553,7 @@ async fn check_calls_against(sim: &Sim, overlay: &str, namespace: &str, last_job
         let checks = owner_reference_checks(worker);
         worker.extend(checks);
     }
-    let objects = build(&kustomization(overlay));
+    let objects = Stack::new(stack).build();
     let mut failures = Vec::new();
     for who in ["fleet-coordinator", "fleet-worker"] {
         let made = calls.get(who).cloned().unwrap_or_default();
