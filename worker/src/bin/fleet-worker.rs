@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batchfleet_store::cli::{StoreArgs, StoreKind};
+use batchfleet_telemetry::LogFormat;
 use batchfleet_tls::cli::ClientTlsArgs;
 use batchfleet_tls::client::ClientTransport;
 use batchfleet_worker::client::ClientLimits;
@@ -97,6 +98,9 @@ struct Args {
     /// time, so a fleet of workers shares one fast clock.
     #[arg(long, hide = true, value_parser = parse_test_clock)]
     test_clock: Option<(f64, jiff::Timestamp)>,
+    /// How the log on stderr is written: text, or one JSON object per line (docs/operations.md).
+    #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
 
 fn parse_test_clock(value: &str) -> Result<(f64, jiff::Timestamp), String> {
@@ -162,12 +166,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    batchfleet_telemetry::init_logging(args.log_format, "info");
     let worker_id = args.worker_id.or_else(host_name).unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
