@@ -4,5 +4,5 @@
 mod logging;
 mod process_metrics;
 
-pub use logging::{LogFormat, colour_wanted, init_logging, init_logging_to};
+pub use logging::{LogFormat, colour_wanted, init_logging, init_logging_to, log_exit};
 pub use process_metrics::register_process_metrics;

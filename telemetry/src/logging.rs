@@ -50,6 +50,15 @@ where
     }
 }
 
+/// The last line of a binary that gives up once its log is set up: `PROGRAM: message` in text,
+/// as before; an error event in JSON, so that a log shipper reads it like every other line.
+pub fn log_exit(format: LogFormat, program: &str, message: impl std::fmt::Display) {
+    match format {
+        LogFormat::Text => eprintln!("{program}: {message}"),
+        LogFormat::Json => tracing::error!("{message}"),
+    }
+}
+
 /// The JSON shape: the event's fields beside timestamp, level and target (not under `fields`),
 /// and the spans it happened in, so a line names the reconcile or the move it belongs to.
 fn json_lines<F, W>(

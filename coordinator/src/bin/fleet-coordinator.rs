@@ -162,25 +162,29 @@ fn main() -> ExitCode {
         eprintln!("fleet-coordinator: {e}");
         return ExitCode::from(2);
     }
-    batchfleet_telemetry::init_logging(args.log_format, "info,hyper=warn");
+    let log_format = args.log_format;
+    batchfleet_telemetry::init_logging(log_format, "info,hyper=warn");
+    let exit = |message: &dyn std::fmt::Display| {
+        batchfleet_telemetry::log_exit(log_format, "fleet-coordinator", message)
+    };
     let grpc = match GrpcSecurity::from_args(&args) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("fleet-coordinator: {e}");
+            exit(&e);
             return ExitCode::from(2);
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("fleet-coordinator: cannot start the runtime: {e}");
+            exit(&format_args!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(run(args, timing, grpc)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fleet-coordinator: {e:#}");
+            exit(&format_args!("{e:#}"));
             ExitCode::FAILURE
         }
     }

@@ -166,7 +166,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    batchfleet_telemetry::init_logging(args.log_format, "info");
+    let log_format = args.log_format;
+    batchfleet_telemetry::init_logging(log_format, "info");
+    let exit = |message: &dyn std::fmt::Display| batchfleet_telemetry::log_exit(log_format, "fleet-worker", message);
     let worker_id = args.worker_id.or_else(host_name).unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
@@ -196,7 +198,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("fleet-worker: cannot start the runtime: {e}");
+            exit(&format_args!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -216,7 +218,7 @@ fn main() -> ExitCode {
         match result {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("fleet-worker: {e:#}");
+                exit(&format_args!("{e:#}"));
                 ExitCode::FAILURE
             }
         }
@@ -227,7 +229,7 @@ async fn run_standalone(opts: WorkerOptions) -> anyhow::Result<ExitCode> {
     let mut worker = standalone::start(opts).await?;
     Ok(tokio::select! {
         _ = worker.wait() => {
-            eprintln!("fleet-worker: a controller task ended");
+            tracing::error!("a controller task ended");
             ExitCode::FAILURE
         }
         _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
@@ -307,7 +309,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     ));
     let code = tokio::select! {
         _ = worker.wait() => {
-            eprintln!("fleet-worker: a controller task ended");
+            tracing::error!("a controller task ended");
             ExitCode::FAILURE
         }
         _ = terminated() => {
