@@ -262,12 +262,21 @@ mod tests {
             .service_fn(|_: http::Request<()>| async { Ok::<_, ()>(respond_with(200)) });
         let mut service = service;
         for _ in 0..2 {
-            let response =
-                service.ready().await.unwrap().call(http::Request::get("/x").body(()).unwrap()).await.unwrap();
+            let response = service
+                .ready()
+                .await
+                .unwrap()
+                .call(http::Request::get("/x").body(()).unwrap())
+                .await
+                .unwrap();
             response.into_body().collect().await.unwrap();
         }
         let durations = metrics.request_duration.with_label_values(&["GET", "api:6443"]);
         assert_eq!(durations.get_sample_count(), 2);
-        assert!((durations.get_sample_sum() - 0.1).abs() < 1e-3, "the second waited 100 ms: {}", durations.get_sample_sum());
+        assert!(
+            (durations.get_sample_sum() - 0.1).abs() < 1e-3,
+            "the second waited 100 ms: {}",
+            durations.get_sample_sum()
+        );
     }
 }

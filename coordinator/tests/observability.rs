@@ -94,7 +94,9 @@ impl Scrape {
     fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         self.0
             .iter()
-            .find(|s| s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v)))
+            .find(|s| {
+                s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
             .map(|s| s.value)
     }
 
@@ -183,8 +185,7 @@ async fn json_logs_carry_their_spans_and_metrics_have_client_gos_series() {
     // One asks for JSON by its flag, the other by the environment.
     let mut flagged = coordinator(0);
     flagged.extend(["--log-format", "json"].map(String::from));
-    let mut processes =
-        vec![spawn(&coordinator_binary, &flagged, &[], &log("coordinator-0"))];
+    let mut processes = vec![spawn(&coordinator_binary, &flagged, &[], &log("coordinator-0"))];
     // coordinator-0 leads before coordinator-1 starts: the standby is the second.
     metrics_when(&metrics_addr[0], "coordinator-0 leads", |m| {
         m.value("leader_election_master_status", &[("name", "batchfleet-coordinator")]) == Some(1.0)
@@ -242,7 +243,10 @@ async fn json_logs_carry_their_spans_and_metrics_have_client_gos_series() {
             .is_some_and(|n| n > 0.0)
     })
     .await;
-    assert_eq!(leader.value("leader_election_master_status", &[("name", "batchfleet-coordinator")]), Some(1.0));
+    assert_eq!(
+        leader.value("leader_election_master_status", &[("name", "batchfleet-coordinator")]),
+        Some(1.0)
+    );
     let standby = metrics(&metrics_addr[1]).await.expect("the standby's /metrics");
     assert_eq!(
         standby.value("leader_election_master_status", &[("name", "batchfleet-coordinator")]),
@@ -270,7 +274,9 @@ async fn json_logs_carry_their_spans_and_metrics_have_client_gos_series() {
             .is_some_and(|n| n > 0.0)
     );
     assert!(
-        worker.value("rest_client_requests_total", &[("code", "200"), ("method", "GET"), ("host", &host)]).is_some()
+        worker
+            .value("rest_client_requests_total", &[("code", "200"), ("method", "GET"), ("host", &host)])
+            .is_some()
     );
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     for m in [&leader, &standby, &worker] {

@@ -102,7 +102,13 @@ mod tests {
             .with_max_level(tracing::Level::INFO)
             .finish();
         tracing::subscriber::with_default(subscriber, || {
-            let span = tracing::info_span!("reconcile", controller = "job", key = "ns/a", shard = 7u32, epoch = 3u64);
+            let span = tracing::info_span!(
+                "reconcile",
+                controller = "job",
+                key = "ns/a",
+                shard = 7u32,
+                epoch = 3u64
+            );
             let _entered = span.enter();
             tracing::info!(attempt = 2, "synced");
         });

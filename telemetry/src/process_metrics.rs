@@ -112,7 +112,13 @@ fn parse(stat: &str, status: &str, limits: &str, proc_stat: &str, open_fds: Opti
 fn read() -> Reading {
     let file = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let open_fds = std::fs::read_dir("/proc/self/fd").ok().map(|dir| dir.count());
-    parse(&file("/proc/self/stat"), &file("/proc/self/status"), &file("/proc/self/limits"), &file("/proc/stat"), open_fds)
+    parse(
+        &file("/proc/self/stat"),
+        &file("/proc/self/status"),
+        &file("/proc/self/limits"),
+        &file("/proc/stat"),
+        open_fds,
+    )
 }
 
 impl Collector for ProcessCollector {
@@ -196,7 +202,11 @@ mod tests {
             let family =
                 families.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("{name} missing"));
             let metric = &family.get_metric()[0];
-            if metric.get_gauge().has_value() { metric.get_gauge().value() } else { metric.get_counter().value() }
+            if metric.get_gauge().has_value() {
+                metric.get_gauge().value()
+            } else {
+                metric.get_counter().value()
+            }
         };
         assert!(value("process_resident_memory_bytes") > 1024.0 * 1024.0);
         assert!(value("process_open_fds") >= 3.0, "stdin, stdout and stderr at least");

@@ -291,7 +291,11 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
     let (leadership, election) = leadership;
     // An attempt takes at most two retry periods and the loop sleeps at most one between them.
     liveness.watch_election(leadership.clone(), timing.lease_duration * 2 + timing.retry_period * 3);
-    metrics_endpoint::register_leader_gauge(&registry, &leader_lease_name(&args.store), leadership.subscribe())?;
+    metrics_endpoint::register_leader_gauge(
+        &registry,
+        &leader_lease_name(&args.store),
+        leadership.subscribe(),
+    )?;
     let podgc_config = PodGcConfig {
         terminated_pod_threshold: args.terminated_pod_gc_threshold,
         period: args.podgc_period,

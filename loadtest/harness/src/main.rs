@@ -211,7 +211,12 @@ fn log_to_file(path: &std::path::Path, format: LogFormat) -> std::io::Result<()>
         std::fs::create_dir_all(dir)?;
     }
     let log = std::fs::File::create(path)?;
-    batchfleet_telemetry::init_logging_to(format, "info,hyper=warn,kube=warn", std::sync::Mutex::new(log), false);
+    batchfleet_telemetry::init_logging_to(
+        format,
+        "info,hyper=warn,kube=warn",
+        std::sync::Mutex::new(log),
+        false,
+    );
     Ok(())
 }
 

@@ -168,7 +168,8 @@ fn main() -> ExitCode {
     };
     let log_format = args.log_format;
     batchfleet_telemetry::init_logging(log_format, "info");
-    let exit = |message: &dyn std::fmt::Display| batchfleet_telemetry::log_exit(log_format, "fleet-worker", message);
+    let exit =
+        |message: &dyn std::fmt::Display| batchfleet_telemetry::log_exit(log_format, "fleet-worker", message);
     let worker_id = args.worker_id.or_else(host_name).unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
