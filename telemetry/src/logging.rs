@@ -8,14 +8,15 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{DefaultFields, Format, Full, Json, JsonFields};
 use tracing_subscriber::fmt::{MakeWriter, SubscriberBuilder};
 
-/// `--log-format`.
+/// `--log-format`: `text`, one human-readable line per event; or `json`, one JSON object per line
+/// (timestamp, level, target, message, the event's fields, and the spans it happened in: `span`,
+/// `spans`).
+// The variants have no doc comments: clap would print them under the flag and lay out every
+// flag's help on lines of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
-    /// One human-readable line per event.
     #[default]
     Text,
-    /// One JSON object per line: timestamp, level, target, message, the event's fields, and the
-    /// spans it happened in (`span`, `spans`).
     Json,
 }
 
