@@ -1,14 +1,17 @@
 //! Client-side limits on one process's Kubernetes API load, as kube-controller-manager has them:
 //! client-go's token bucket (`--kube-api-qps`, `--kube-api-burst`) and a cap on requests in
-//! flight, each with the metric that shows when it bites.
+//! flight, each with the metric that shows when it bites; and client-go's request metrics
+//! (`rest_client_requests_total`, `rest_client_request_duration_seconds`).
 
 mod in_flight;
 mod metrics;
 mod rate_limit;
+mod request_metrics;
 
 pub use in_flight::{InFlight, InFlightLayer};
 pub use metrics::ClientMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
+pub use request_metrics::{NO_RESPONSE_CODE, RequestMetrics, RequestMetricsLayer, TimedBody};
 
 /// Client-side limits on the API load.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,13 +3,21 @@
 
 use std::sync::OnceLock;
 
-use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
-/// client-go's buckets for its rate limiter's latency (component-base's restclient metrics).
+/// client-go's buckets for its request and rate limiter latencies (component-base's restclient
+/// metrics).
 const WAIT_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0];
 
 #[derive(Clone)]
 pub struct ClientMetrics {
+    /// client-go's `rest_client_requests_total{code,method,host}`: every request, by its
+    /// response's status code (`<error>` without a response).
+    pub requests: IntCounterVec,
+    /// client-go's `rest_client_request_duration_seconds{verb,host}`: each request's latency,
+    /// its waits for the client-side limits included; watches not
+    /// ([`crate::RequestMetricsLayer`]).
+    pub request_duration: HistogramVec,
     /// client-go's `rest_client_rate_limiter_duration_seconds`: how long each request waited
     /// for a token.
     pub rate_limiter_duration: HistogramVec,
@@ -30,6 +38,18 @@ impl ClientMetrics {
             .expect("static metric options are valid")
         };
         Self {
+            requests: IntCounterVec::new(
+                Opts::new(
+                    "rest_client_requests_total",
+                    "Number of HTTP requests, partitioned by status code, method, and host.",
+                ),
+                &["code", "method", "host"],
+            )
+            .expect("static metric options are valid"),
+            request_duration: histogram(
+                "rest_client_request_duration_seconds",
+                "Request latency in seconds. Broken down by verb, and host.",
+            ),
             rate_limiter_duration: histogram(
                 "rest_client_rate_limiter_duration_seconds",
                 "Client side rate limiter latency in seconds. Broken down by verb, and host.",
@@ -55,6 +75,8 @@ impl ClientMetrics {
 
     /// Registers the set in `registry` (a process's, or several in one test process).
     pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+        registry.register(Box::new(self.requests.clone()))?;
+        registry.register(Box::new(self.request_duration.clone()))?;
         registry.register(Box::new(self.rate_limiter_duration.clone()))?;
         registry.register(Box::new(self.in_flight_wait.clone()))?;
         registry.register(Box::new(self.in_flight.clone()))

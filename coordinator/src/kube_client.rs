@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-pub use batchfleet_api_limits::{ClientLimits, ClientMetrics};
+pub use batchfleet_api_limits::{ClientLimits, ClientMetrics, RequestMetricsLayer};
 
 use http::HeaderValue;
 use http::header::USER_AGENT;
@@ -41,7 +41,8 @@ pub async fn load_config(kubeconfig: Option<&Path>) -> Result<kube::Config, Clie
 }
 
 /// A client for `config` whose every request carries `user_agent`, within `limit` (the rate
-/// limit and the cap on requests in flight, recorded in the process's [`ClientMetrics`]).
+/// limit and the cap on requests in flight), each request recorded in the process's
+/// [`ClientMetrics`] (client-go's `rest_client_*`, the limits' waits included).
 pub fn from_config(
     config: kube::Config,
     user_agent: &str,
@@ -59,6 +60,7 @@ pub fn from_config(
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&tower::util::option_layer(in_flight))
         .with_layer(&tower::util::option_layer(rate))
+        .with_layer(&RequestMetricsLayer::new(&host, ClientMetrics::global().clone()))
         .with_layer(&name)
         .build())
 }

@@ -1,5 +1,5 @@
 //! The coordinator's HTTP endpoint: `/metrics` (Prometheus text format), `/readyz`, `/livez`
-//! (also `/healthz`), and the leader gauge operators alert on.
+//! (also `/healthz`), and the leader gauges operators alert on.
 //!
 //! `/readyz` answers 200 while the process serves: a standby is ready, it must be able to take
 //! over. `/livez` answers 503 when the leader election loop has stalled (no attempt finished
@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
-use prometheus::{Encoder, IntGauge, Registry, TextEncoder};
+use prometheus::{Encoder, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -49,19 +49,34 @@ pub async fn bind(
     Ok((bound, serve(listener, registry, liveness)))
 }
 
-/// `fleet_coordinator_leader`: 1 while this coordinator leads, else 0; kept current by a task.
+/// `fleet_coordinator_leader`, and client-go's `leader_election_master_status{name}` that
+/// kube-controller-manager's dashboards read (`name` the lease's, `lease_name`): 1 while this
+/// coordinator leads, else 0; kept current by a task.
 pub fn register_leader_gauge(
     registry: &Registry,
+    lease_name: &str,
     mut state: watch::Receiver<LeaderState>,
 ) -> prometheus::Result<()> {
     let gauge =
         IntGauge::new("fleet_coordinator_leader", "1 while this coordinator holds the leadership, else 0.")?;
     registry.register(Box::new(gauge.clone()))?;
+    let master_status = IntGaugeVec::new(
+        Opts::new(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+        ),
+        &["name"],
+    )?;
+    registry.register(Box::new(master_status.clone()))?;
+    let master_status = master_status.with_label_values(&[lease_name]);
     tokio::spawn(async move {
         loop {
-            gauge.set(i64::from(state.borrow_and_update().is_leader));
+            let leading = i64::from(state.borrow_and_update().is_leader);
+            gauge.set(leading);
+            master_status.set(leading);
             if state.changed().await.is_err() {
                 gauge.set(0);
+                master_status.set(0);
                 return;
             }
         }

@@ -238,6 +238,7 @@ pub async fn start_on_shards_with(
     };
     let registry = Registry::new();
     client::ClientMetrics::global().register(&registry)?;
+    batchfleet_telemetry::register_process_metrics(&registry)?;
     shards.register_metrics(&registry)?;
     let health = crate::health::Health::new(shards.clone(), opts.stall_timeout, &registry)?;
     let job_metrics = JobMetrics::register(&registry)?;

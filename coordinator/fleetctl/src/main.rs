@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use batchfleet_cron::preview;
+use batchfleet_telemetry::LogFormat;
 use batchfleet_tls::cli::ClientTlsArgs;
 use batchfleet_tls::client::ClientTransport;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -45,6 +46,9 @@ struct Cli {
         global = true
     )]
     output: Format,
+    /// How the log on stderr is written, when RUST_LOG turns it on: text, or one JSON object per line.
+    #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -105,6 +109,9 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // fleetctl's answers go to stdout and its errors are its own lines: the log of the libraries
+    // it uses (gRPC, TLS) is off unless RUST_LOG asks for it.
+    batchfleet_telemetry::init_logging(cli.log_format, "off");
     if let Command::Completion { shell } = cli.command {
         // Into a buffer first: clap_complete panics on a failed write, and `| head` closes the pipe.
         let mut script = Vec::new();

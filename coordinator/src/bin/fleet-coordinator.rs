@@ -27,6 +27,7 @@ use batchfleet_coordinator::store::{Candidate, CoordinationStore};
 use batchfleet_proto::v1::fleet_admin_server::FleetAdminServer;
 use batchfleet_proto::v1::fleet_session_server::FleetSessionServer;
 use batchfleet_store::cli::{StoreArgs, StoreKind};
+use batchfleet_telemetry::LogFormat;
 use batchfleet_tls::cli::{TlsArgs, Transport};
 use batchfleet_tls::server::ReloadingServerConfig;
 use clap::Parser;
@@ -119,6 +120,9 @@ struct Args {
     /// docs/migration.md).
     #[arg(long, env = "FLEET_CONTROLLERS", default_value = "*", value_parser = parse_controllers, action = clap::ArgAction::Set, allow_hyphen_values = true)]
     controllers: bool,
+    /// How the log on stderr is written: text, or one JSON object per line (docs/operations.md).
+    #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
 
 /// Whether `--controllers` runs PodGC: `*` or `podgc` does, `-podgc` (after them) does not.
@@ -159,31 +163,29 @@ fn main() -> ExitCode {
         eprintln!("fleet-coordinator: {e}");
         return ExitCode::from(2);
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,hyper=warn".into()),
-        )
-        .init();
+    let log_format = args.log_format;
+    batchfleet_telemetry::init_logging(log_format, "info,hyper=warn");
+    let exit = |message: &dyn std::fmt::Display| {
+        batchfleet_telemetry::log_exit(log_format, "fleet-coordinator", message)
+    };
     let grpc = match GrpcSecurity::from_args(&args) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("fleet-coordinator: {e}");
+            exit(&e);
             return ExitCode::from(2);
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("fleet-coordinator: cannot start the runtime: {e}");
+            exit(&format_args!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(run(args, timing, grpc)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fleet-coordinator: {e:#}");
+            exit(&format_args!("{e:#}"));
             ExitCode::FAILURE
         }
     }
@@ -250,6 +252,7 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
     let client = kube_client::from_config(config, &kube_client::user_agent(&id), limit)?;
     let registry = prometheus::Registry::new();
     kube_client::ClientMetrics::global().register(&registry)?;
+    batchfleet_telemetry::register_process_metrics(&registry)?;
     let liveness = metrics_endpoint::Liveness::default();
     let (metrics_bound, serve_metrics) =
         metrics_endpoint::bind(args.metrics_addr, registry.clone(), liveness.clone())
@@ -289,7 +292,11 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
     let (leadership, election) = leadership;
     // An attempt takes at most two retry periods and the loop sleeps at most one between them.
     liveness.watch_election(leadership.clone(), timing.lease_duration * 2 + timing.retry_period * 3);
-    metrics_endpoint::register_leader_gauge(&registry, leadership.subscribe())?;
+    metrics_endpoint::register_leader_gauge(
+        &registry,
+        &leader_lease_name(&args.store),
+        leadership.subscribe(),
+    )?;
     let podgc_config = PodGcConfig {
         terminated_pod_threshold: args.terminated_pod_gc_threshold,
         period: args.podgc_period,
@@ -386,6 +393,14 @@ async fn start_fleet<S: CoordinationStore + 'static>(
         }
     });
     Ok((leadership, election))
+}
+
+/// What the election holds: the Lease's name, or etcd's leadership key.
+fn leader_lease_name(store: &StoreArgs) -> String {
+    match store.store {
+        StoreKind::Kubernetes => batchfleet_coordinator::store::kubernetes::LEADER_LEASE.to_string(),
+        StoreKind::Etcd => format!("{}leader", store.etcd_prefix),
+    }
 }
 
 fn default_advertise_address(scheme: &str, local: SocketAddr) -> String {

@@ -466,6 +466,8 @@ impl FleetState {
             return;
         };
         let (handover, actions) = Handover::start(shard, from, to, epoch);
+        let _move = move_span(&handover).entered();
+        tracing::debug!("move started");
         self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
         self.apply(actions, now, out);
     }
@@ -620,7 +622,9 @@ impl FleetState {
             Step::Activated if h.to == ack.worker => Event::Activated { epoch: ack.epoch },
             _ => return,
         };
+        let _move = move_span(h).entered();
         let actions = m.handover.on(event);
+        tracing::debug!(step = ?ack.step, phase = ?m.handover.phase(), "hand-over step answered");
         if !actions.is_empty() {
             m.sent_at = now;
         }
@@ -639,6 +643,7 @@ impl FleetState {
         {
             return;
         }
+        let _move = move_span(&m.handover).entered();
         tracing::warn!(shard = ack.shard.0, worker = %ack.worker, epoch = ack.epoch, ?held_epoch, "PREPARE refused; the move is cancelled");
         self.cancel(ack.shard, now, out);
         if let Some(held) = held_epoch
@@ -678,6 +683,7 @@ impl FleetState {
             .map(|(shard, _)| *shard)
             .collect();
         for shard in stalled {
+            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
             tracing::warn!(shard = shard.0, timeout = ?self.config.prepare_timeout, "PREPARE not answered in time; the move is cancelled");
             self.cancel(shard, now, out);
         }
@@ -698,6 +704,7 @@ impl FleetState {
         let shards: Vec<ShardId> = self.moves.keys().copied().collect();
         for shard in shards {
             let Some(m) = self.moves.get_mut(&shard) else { continue };
+            let _move = move_span(&m.handover).entered();
             let mut actions = Vec::new();
             if m.handover.from.as_ref().is_some_and(gone) {
                 // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
@@ -746,7 +753,9 @@ impl FleetState {
                 "done"
             }
         };
-        self.finished.push((result, now.saturating_duration_since(m.started_at)));
+        let took = now.saturating_duration_since(m.started_at);
+        tracing::info!(result, ?took, "move finished");
+        self.finished.push((result, took));
     }
 
     /// Moves that ended since the last call: how (done, cancelled, unowned) and how long they took.
@@ -808,6 +817,23 @@ impl FleetState {
             }
         }
     }
+}
+
+/// The span of a move's steps, so that each log line says which move of which shard it is about.
+/// Its callers enter it around each step (start, answer, expiry, cancel), which ends in
+/// [`FleetState::finish`]'s line when the move ends.
+fn move_span(h: &Handover) -> tracing::Span {
+    let span = tracing::info_span!(
+        "handover",
+        shard = h.shard.0,
+        epoch = h.epoch,
+        from = tracing::field::Empty,
+        to = %h.to
+    );
+    if let Some(from) = &h.from {
+        span.record("from", tracing::field::display(from));
+    }
+    span
 }
 
 #[cfg(test)]

@@ -140,6 +140,9 @@ pub async fn start(
             .args(&layout.common_flags)
             .args(&layout.coordinator_flags)
             .stdout(Stdio::null())
+            // The run reads these logs for ERROR lines in the text format (whatever --log-format
+            // the harness itself was given).
+            .env("FLEET_LOG_FORMAT", "text")
             .stderr(log_file(log_dir, &id)?)
             .kill_on_drop(true)
             .spawn()
@@ -187,6 +190,9 @@ pub fn start_standalone(
         .args(["--standalone", "--worker-id", "standalone", "--metrics-addr", &metrics_addr.to_string()])
         .args(extra_flags)
         .stdout(Stdio::null())
+        // The run reads these logs for ERROR lines in the text format (whatever --log-format
+        // the harness itself was given).
+        .env("FLEET_LOG_FORMAT", "text")
         .stderr(log_file(log_dir, "standalone")?)
         .kill_on_drop(true)
         .spawn()
@@ -246,6 +252,9 @@ impl FleetProcesses {
             .args(&transport_flags)
             .args(&launch.flags)
             .stdout(Stdio::null())
+            // The run reads these logs for ERROR lines in the text format (whatever --log-format
+            // the harness itself was given).
+            .env("FLEET_LOG_FORMAT", "text")
             .stderr(log_file(&self.log_dir, id)?)
             .kill_on_drop(true)
             .spawn()

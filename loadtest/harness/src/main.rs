@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
+use batchfleet_telemetry::LogFormat;
 use clap::{Parser, Subcommand};
 
 /// The allocator the fleet's binaries use: glibc's malloc contends across threads under the
@@ -34,6 +35,9 @@ mod stop_signal;
 #[derive(Parser, Debug)]
 #[command(version, about = "batchfleet load-test harness and sim cluster")]
 struct Cli {
+    /// How the log is written (to stderr, or the run's log file): text, or one JSON object per line.
+    #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -123,17 +127,11 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Run(args) => return run_scenario(args),
-        Command::Up(args) => return up(args),
+        Command::Run(args) => return run_scenario(args, cli.log_format),
+        Command::Up(args) => return up(args, cli.log_format),
         _ => {}
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,hyper=warn".into()),
-        )
-        .init();
+    batchfleet_telemetry::init_logging(cli.log_format, "info,hyper=warn");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -167,7 +165,7 @@ fn main() -> ExitCode {
 /// `loadtest run`: exit 2 on a bad scenario, 1 when the run could not be made or an audit or
 /// goal failed, 0 when all passed; the harness's own log goes to the run's folder, so that it
 /// does not cut into the progress bars.
-fn run_scenario(args: run::RunArgs) -> ExitCode {
+fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -176,7 +174,7 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
         }
     };
     let out = args.out.unwrap_or_else(|| run::default_out(&name));
-    if let Err(e) = log_to_file(&out.join("loadtest.log")) {
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
         eprintln!("loadtest: creating {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
@@ -208,30 +206,28 @@ fn run_scenario(args: run::RunArgs) -> ExitCode {
 
 /// Sends this process's log lines to `path` (its folder created), so that they do not cut into
 /// the progress bars.
-fn log_to_file(path: &std::path::Path) -> std::io::Result<()> {
+fn log_to_file(path: &std::path::Path, format: LogFormat) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let log = std::fs::File::create(path)?;
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log))
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,hyper=warn,kube=warn".into()),
-        )
-        .init();
+    batchfleet_telemetry::init_logging_to(
+        format,
+        "info,hyper=warn,kube=warn",
+        std::sync::Mutex::new(log),
+        false,
+    );
     Ok(())
 }
 
 /// `loadtest up`: its own log goes to `loadtest-up.log` beside the kubeconfig, so that it does
 /// not cut into the progress bars; exit 0 when every Job ended as expected and every audit
 /// passed, 1 otherwise.
-fn up(mut args: UpArgs) -> ExitCode {
+fn up(mut args: UpArgs, log_format: LogFormat) -> ExitCode {
     let kubeconfig = std::path::absolute(&args.sim.kubeconfig).unwrap_or(args.sim.kubeconfig.clone());
     let out = kubeconfig.parent().map(PathBuf::from).unwrap_or_default();
     let log_path = out.join("loadtest-up.log");
-    if let Err(e) = log_to_file(&log_path) {
+    if let Err(e) = log_to_file(&log_path, log_format) {
         eprintln!("loadtest: creating {}: {e}", log_path.display());
         return ExitCode::FAILURE;
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batchfleet_store::cli::{StoreArgs, StoreKind};
+use batchfleet_telemetry::LogFormat;
 use batchfleet_tls::cli::ClientTlsArgs;
 use batchfleet_tls::client::ClientTransport;
 use batchfleet_worker::client::ClientLimits;
@@ -97,6 +98,9 @@ struct Args {
     /// time, so a fleet of workers shares one fast clock.
     #[arg(long, hide = true, value_parser = parse_test_clock)]
     test_clock: Option<(f64, jiff::Timestamp)>,
+    /// How the log on stderr is written: text, or one JSON object per line (docs/operations.md).
+    #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
 
 fn parse_test_clock(value: &str) -> Result<(f64, jiff::Timestamp), String> {
@@ -162,12 +166,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    let log_format = args.log_format;
+    batchfleet_telemetry::init_logging(log_format, "info");
+    let exit =
+        |message: &dyn std::fmt::Display| batchfleet_telemetry::log_exit(log_format, "fleet-worker", message);
     let worker_id = args.worker_id.or_else(host_name).unwrap_or_else(|| "fleet-worker".to_string());
     let opts = WorkerOptions {
         kubeconfig: args.kubeconfig,
@@ -197,7 +199,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("fleet-worker: cannot start the runtime: {e}");
+            exit(&format_args!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -217,7 +219,7 @@ fn main() -> ExitCode {
         match result {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("fleet-worker: {e:#}");
+                exit(&format_args!("{e:#}"));
                 ExitCode::FAILURE
             }
         }
@@ -228,7 +230,7 @@ async fn run_standalone(opts: WorkerOptions) -> anyhow::Result<ExitCode> {
     let mut worker = standalone::start(opts).await?;
     Ok(tokio::select! {
         _ = worker.wait() => {
-            eprintln!("fleet-worker: a controller task ended");
+            tracing::error!("a controller task ended");
             ExitCode::FAILURE
         }
         _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
@@ -308,7 +310,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     ));
     let code = tokio::select! {
         _ = worker.wait() => {
-            eprintln!("fleet-worker: a controller task ended");
+            tracing::error!("a controller task ended");
             ExitCode::FAILURE
         }
         _ = terminated() => {

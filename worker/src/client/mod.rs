@@ -9,7 +9,7 @@ mod test_server;
 
 use std::path::Path;
 
-pub use batchfleet_api_limits::{ClientLimits, ClientMetrics};
+pub use batchfleet_api_limits::{ClientLimits, ClientMetrics, RequestMetricsLayer};
 pub use lease_gate::{LeaseDeadline, LeaseGateLayer, LeaseGated, LeaseLapsed, LeaseWindow};
 
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +71,8 @@ pub async fn build_fenced(
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
 /// flight, so a request that waits for a token does not hold a place in flight. Both record into
-/// the process's [`ClientMetrics`].
+/// the process's [`ClientMetrics`], and so does client-go's request metrics' layer around them
+/// (`rest_client_requests_total`, `rest_client_request_duration_seconds`, the waits included).
 pub fn from_config(config: kube::Config, limit: ClientLimits) -> Result<kube::Client, ClientError> {
     fenced_from_config(config, limit, None)
 }
@@ -97,6 +98,7 @@ pub fn fenced_from_config(
         .with_layer(&option_layer(deadline.map(LeaseGateLayer::new)))
         .with_layer(&option_layer(in_flight))
         .with_layer(&option_layer(rate))
+        .with_layer(&RequestMetricsLayer::new(&host, ClientMetrics::global().clone()))
         .build())
 }
 

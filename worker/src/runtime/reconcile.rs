@@ -6,6 +6,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use super::shard::{Epoch, ShardTable};
 use super::workqueue::WorkQueue;
 use crate::job::cache::ObjectKey;
@@ -47,17 +49,30 @@ pub async fn run<F, Fut>(
                     queue.done(&key);
                     continue;
                 };
-                match sync(key.clone(), epoch).await {
-                    Verdict::Done => queue.forget(&key),
-                    Verdict::RequeueAfter(after) => {
-                        queue.forget(&key);
-                        queue.add_after(key.clone(), after);
+                // Every line the sync logs says which sync it belongs to.
+                let span = tracing::info_span!(
+                    "reconcile",
+                    controller = name,
+                    key = %key,
+                    shard = shards.shard_of(&key.namespace),
+                    epoch
+                );
+                let started = std::time::Instant::now();
+                let verdict = sync(key.clone(), epoch).instrument(span.clone()).await;
+                span.in_scope(|| {
+                    tracing::debug!(took = ?started.elapsed(), ?verdict, "finished syncing");
+                    match verdict {
+                        Verdict::Done => queue.forget(&key),
+                        Verdict::RequeueAfter(after) => {
+                            queue.forget(&key);
+                            queue.add_after(key.clone(), after);
+                        }
+                        Verdict::Retry(error) => {
+                            tracing::info!(queue = name, key = %key, %error, "sync failed; retrying with back-off");
+                            queue.add_rate_limited(key.clone());
+                        }
                     }
-                    Verdict::Retry(error) => {
-                        tracing::info!(queue = name, key = %key, %error, "sync failed; retrying with back-off");
-                        queue.add_rate_limited(key.clone());
-                    }
-                }
+                });
                 drop(in_flight);
                 queue.done(&key);
             }
