@@ -144,8 +144,13 @@ fn generate() -> String {
          default. The manifests in `deploy/` set the per-pod values through the environment \
          (`FLEET_WORKER_ID` and `FLEET_COORDINATOR_ID` from the pod name, `POD_NAMESPACE` for the \
          store's namespace, `POD_IP` for the leader's advertised address) and the rest as flags. \
-         `RUST_LOG` (e.g. `info,batchfleet_worker=debug`) sets the log level of \
-         `fleet-coordinator` and `fleet-worker`, which log to stderr.\n\n\
+         Every flag of `fleet-coordinator`, `fleet-worker` and `fleetctl` has an environment \
+         variable but fleetctl's per-invocation arguments (`schedule --time-zone`, `--from`, \
+         `--count`; `rebalance --dry-run`); the `loadtest` harness's flags have none but \
+         `--log-format` (deploy/tests/tests/cli_env.rs pins this). \
+         `RUST_LOG` (e.g. `info,batchfleet_worker=debug`) sets the log level of every binary, \
+         which logs to stderr in `--log-format text` or `json` (`FLEET_LOG_FORMAT`; \
+         docs/operations.md#logs).\n\n\
          ## Environment variables\n\n{table}\n{sections}"
     )
     .trim_end()
