@@ -12,7 +12,8 @@
 //!   kubeconfig names the API server `localhost`, resolved by the static binaries through the
 //!   image's /etc/nsswitch.conf and the host's /etc/hosts placed in the rootfs as a kubelet
 //!   mounts it. A Job completes, `fleetctl status` from the image answers, and every binary's
-//!   `--version` is the tag.
+//!   `--version` is the tag. (Not `podman run`: on the development machines, a gVisor sandbox,
+//!   crun cannot set `RLIMIT_NOFILE`, so no container starts; a chroot runs the same files.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
