@@ -21,7 +21,7 @@ use output::Format;
 
 /// Operator commands for a batchfleet, against the coordinator's admin API.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(name = "fleetctl", version)]
 struct Cli {
     /// Admin API addresses of the coordinators, comma-separated; the leader among them answers.
     #[arg(

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 /// Leader-elected coordinator of a batchfleet: while it leads, it places namespace shards on the
 /// workers and moves them by the hand-over, serves the admin API, and runs the cluster-wide PodGC.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(name = "fleet-coordinator", version)]
 struct Args {
     /// kubeconfig of the API server (default: $KUBECONFIG, then in-cluster).
     #[arg(long, env = "KUBECONFIG")]

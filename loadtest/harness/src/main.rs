@@ -33,7 +33,7 @@ mod splitmix;
 mod stop_signal;
 
 #[derive(Parser, Debug)]
-#[command(version, about = "batchfleet load-test harness and sim cluster")]
+#[command(name = "loadtest", version, about = "batchfleet load-test harness and sim cluster")]
 struct Cli {
     /// How the log is written (to stderr, or the run's log file): text, or one JSON object per line.
     #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]

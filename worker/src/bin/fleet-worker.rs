@@ -20,7 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Stateless batchfleet worker: reconciles Jobs, CronJobs and TTLs for the shards it owns.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(name = "fleet-worker", version)]
 struct Args {
     /// Own every shard, with no coordinator.
     #[arg(long, env = "FLEET_STANDALONE")]
