@@ -134,6 +134,11 @@ impl Health {
         self.inner.gauges.session.set(i64::from(established));
     }
 
+    /// Whether the session with the leading coordinator is established now.
+    pub fn session_established(&self) -> bool {
+        self.inner.session.load(Ordering::Relaxed)
+    }
+
     /// `/livez`: whether every reconcile loop is moving.
     pub fn live(&self) -> Verdict {
         let now = Instant::now();

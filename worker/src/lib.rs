@@ -10,8 +10,10 @@ pub mod fleet;
 pub mod health;
 pub mod informer;
 pub mod job;
+pub mod retry;
 pub mod runtime;
 pub mod serve_metrics;
-pub mod shards;
-pub mod standalone;
+/// The shard model, shared with the sim and the audits.
+pub use batchfleet_shards as shards;
+pub mod start;
 pub mod ttl;

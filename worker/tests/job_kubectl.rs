@@ -6,7 +6,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use batchfleet_worker::standalone::WorkerOptions;
+use batchfleet_worker::start::WorkerOptions;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};

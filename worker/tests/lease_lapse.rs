@@ -18,7 +18,7 @@ use batchfleet_worker::client::{self, ClientLimits};
 use batchfleet_worker::fleet::lease::{self, LeaseState};
 use batchfleet_worker::runtime::shard::ShardTable;
 use batchfleet_worker::shards::ShardSpace;
-use batchfleet_worker::standalone::{self, WorkerOptions};
+use batchfleet_worker::start::{self, WorkerOptions};
 use tokio::sync::watch;
 
 /// A store whose worker renewals always succeed at once; nothing else is used.
@@ -77,7 +77,7 @@ async fn a_worker_paused_past_its_lease_drops_every_shard_before_renewing() {
         ..WorkerOptions::default()
     };
     let table = ShardTable::new(ShardSpace::new(4).expect("space"));
-    let worker = standalone::start_on_shards(kube, opts, table, None).await.expect("worker starts");
+    let worker = start::start_on_shards(kube, opts, table, None).await.expect("worker starts");
     let runtime = worker.runtime.clone();
     runtime.prepare(0, 1).expect("prepare");
     runtime.activate(0, 1, 0).await.expect("activate");

@@ -23,7 +23,7 @@ use batchfleet_worker::clock::Clock;
 use batchfleet_worker::runtime::shard::ShardTable;
 use batchfleet_worker::runtime::watch::ShardFiltering;
 use batchfleet_worker::shards::ShardSpace;
-use batchfleet_worker::standalone::{self, Worker, WorkerOptions};
+use batchfleet_worker::start::{self, Worker, WorkerOptions};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -59,7 +59,7 @@ async fn worker(sim: &SimCluster, id: &str, clock: Arc<dyn Clock>) -> Worker {
         ..WorkerOptions::default()
     };
     let table = ShardTable::new(ShardSpace::new(SHARDS).unwrap());
-    standalone::start_on_shards(worker_client, opts, table, None).await.expect("worker starts")
+    start::start_on_shards(worker_client, opts, table, None).await.expect("worker starts")
 }
 
 /// Active pods (not finished, not terminating) per owning Job uid.

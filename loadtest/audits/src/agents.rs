@@ -6,14 +6,9 @@ pub fn worker_of(user_agent: &str) -> Option<&str> {
 }
 
 /// The shard of `namespace` among `shards` (a power of two): shard i covers the hashes
-/// `[i·2^64/S, (i+1)·2^64/S)`.
+/// `[i·2^64/S, (i+1)·2^64/S)`, as the fleet computes it.
 pub fn shard_of(namespace: &str, shards: u32) -> u32 {
-    shard_of_hash(batchfleet_sim::selector::shard::fnv1a64(namespace.as_bytes()), shards)
-}
-
-/// The shard whose range holds `hash`.
-pub fn shard_of_hash(hash: u64, shards: u32) -> u32 {
-    ((u128::from(hash) * u128::from(shards.max(1))) >> 64) as u32
+    batchfleet_shards::shard_of_key(batchfleet_shards::fnv1a64(namespace.as_bytes()), shards)
 }
 
 #[cfg(test)]
@@ -28,12 +23,12 @@ mod tests {
     }
 
     #[test]
-    fn shards_are_equal_ranges_of_the_hash() {
+    fn a_namespace_is_in_the_shard_the_fleet_gives_it() {
         assert_eq!(shard_of("anything", 1), 0);
-        assert_eq!(shard_of_hash(0, 16), 0);
-        assert_eq!(shard_of_hash((1 << 60) - 1, 16), 0);
-        assert_eq!(shard_of_hash(1 << 60, 16), 1);
-        assert_eq!(shard_of_hash(u64::MAX, 16), 15);
-        assert_eq!(shard_of_hash(u64::MAX, 256), 255);
+        let space = batchfleet_shards::ShardSpace::new(256).expect("a power of two");
+        for i in 0..500 {
+            let ns = format!("team-{i}");
+            assert_eq!(shard_of(&ns, 256), space.shard_of(&ns), "{ns}");
+        }
     }
 }

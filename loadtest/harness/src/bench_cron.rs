@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
 use batchfleet_worker::client::ClientLimits;
-use batchfleet_worker::standalone::{self, WorkerOptions};
+use batchfleet_worker::start::{self, WorkerOptions};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
@@ -96,7 +96,7 @@ impl Sim {
     }
 }
 
-async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, standalone::Worker, kube::Client)> {
+async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, start::Worker, kube::Client)> {
     let sim = if args.sim_process {
         Sim::Process(crate::bench_sim::SimProcess::start().await?)
     } else {
@@ -115,7 +115,7 @@ async fn start(label: &str, args: &BenchCronArgs) -> anyhow::Result<(Sim, standa
         concurrent_ttl_syncs: 20,
         ..WorkerOptions::default()
     };
-    let worker = standalone::start_with_client(worker_client, opts).await?;
+    let worker = start::start_with_client(worker_client, opts).await?;
     Ok((sim, worker, kube::Client::try_from(config)?))
 }
 

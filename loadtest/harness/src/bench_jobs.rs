@@ -12,7 +12,7 @@ use anyhow::Context;
 use batchfleet_sim::{SimCluster, SimConfig};
 use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::job::core::{Config, SyncInput, sync_job};
-use batchfleet_worker::standalone::{self, WorkerOptions};
+use batchfleet_worker::start::{self, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
@@ -176,7 +176,7 @@ async fn end_to_end(
                 metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
                 ..WorkerOptions::default()
             };
-            (Some(standalone::start_with_client(worker_client, opts).await?), None)
+            (Some(start::start_with_client(worker_client, opts).await?), None)
         }
         WorkerUnder::Binary(path) => {
             sim.write_kubeconfig(&kubeconfig)?;

@@ -15,7 +15,7 @@ use batchfleet_worker::runtime::protocol::ShardRuntime;
 use batchfleet_worker::runtime::shard::ShardTable;
 use batchfleet_worker::runtime::watch::Progress;
 use batchfleet_worker::shards::ShardSpace;
-use batchfleet_worker::standalone::{self, JobTiming, Worker, WorkerOptions};
+use batchfleet_worker::start::{self, JobTiming, Worker, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
@@ -73,7 +73,7 @@ async fn worker(sim: &SimCluster, id: &str, shards: u32) -> anyhow::Result<Worke
         ..WorkerOptions::default()
     };
     let table = ShardTable::new(ShardSpace::new(shards)?);
-    Ok(standalone::start_on_shards(worker_client, opts, table, None).await?)
+    Ok(start::start_on_shards(worker_client, opts, table, None).await?)
 }
 
 /// One namespace per shard: the first of `bench-0`, `bench-1`, … that hashes to it.

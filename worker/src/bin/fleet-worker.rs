@@ -11,7 +11,7 @@ use batchfleet_tls::client::ClientTransport;
 use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::fleet::lease;
 use batchfleet_worker::fleet::session::{self, SessionConfig};
-use batchfleet_worker::standalone::{self, WorkerOptions};
+use batchfleet_worker::start::{self, WorkerOptions};
 use clap::Parser;
 
 /// glibc's malloc contends across threads under the worker's allocation-heavy JSON work.
@@ -227,7 +227,7 @@ fn main() -> ExitCode {
 }
 
 async fn run_standalone(opts: WorkerOptions) -> anyhow::Result<ExitCode> {
-    let mut worker = standalone::start(opts).await?;
+    let mut worker = start::start(opts).await?;
     Ok(tokio::select! {
         _ = worker.wait() => {
             tracing::error!("a controller task ended");
@@ -254,7 +254,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
     let table = batchfleet_worker::runtime::shard::ShardTable::new(space);
     // The controllers' writes are checked against the lease as they are sent, too.
-    let clients = standalone::Clients {
+    let clients = start::Clients {
         controllers: batchfleet_worker::client::build_fenced(
             opts.kubeconfig.as_deref(),
             opts.client_limits,
@@ -262,11 +262,11 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
             Some(table.lease_deadline()),
         )
         .await?,
-        informers: standalone::Clients::informers(&opts).await?,
+        informers: start::Clients::informers(&opts).await?,
     };
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
-    let mut worker = standalone::start_on_shards_with(clients, opts, table, None).await?;
+    let mut worker = start::start_on_shards_with(clients, opts, table, None).await?;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let (renewed_tx, renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
     let (drained_tx, mut drained) = tokio::sync::watch::channel(false);

@@ -9,34 +9,14 @@ mod test_server;
 
 use std::path::Path;
 
-pub use batchfleet_api_limits::{ClientLimits, ClientMetrics, RequestMetricsLayer};
+pub use batchfleet_kube_client::{
+    ClientError, ClientLimits, ClientMetrics, RequestMetricsLayer, load_config, with_user_agent,
+};
 pub use lease_gate::{LeaseDeadline, LeaseGateLayer, LeaseGated, LeaseLapsed, LeaseWindow};
 
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("reading kubeconfig {path}: {source}")]
-    Kubeconfig { path: String, source: kube::config::KubeconfigError },
-    #[error("inferring the cluster config: {0}")]
-    Infer(#[from] kube::config::InferConfigError),
-    #[error("the User-Agent {0:?} is not a valid header value")]
-    UserAgent(String),
-    #[error("building the client: {0}")]
-    Build(#[from] kube::Error),
-}
-
-/// The User-Agent a worker sends on every request, naming the process as
-/// kube-controller-manager names its clients: `fleet-worker/0.1.0 (w-1)`.
+/// The User-Agent a worker sends on every request: `fleet-worker/0.1.0 (w-1)`.
 pub fn user_agent(worker_id: &str) -> String {
-    format!("fleet-worker/{} ({worker_id})", env!("CARGO_PKG_VERSION"))
-}
-
-/// `config` with `user_agent` on every request.
-pub fn with_user_agent(mut config: kube::Config, user_agent: &str) -> Result<kube::Config, ClientError> {
-    let value = http::HeaderValue::from_str(user_agent)
-        .map_err(|_| ClientError::UserAgent(user_agent.to_string()))?;
-    config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
-    config.headers.push((http::header::USER_AGENT, value));
-    Ok(config)
+    batchfleet_kube_client::user_agent("fleet-worker", worker_id)
 }
 
 /// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits, sending
@@ -56,16 +36,7 @@ pub async fn build_fenced(
     user_agent: &str,
     deadline: Option<LeaseDeadline>,
 ) -> Result<kube::Client, ClientError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .map_err(|source| ClientError::Kubeconfig { path: path.display().to_string(), source })?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|source| ClientError::Kubeconfig { path: path.display().to_string(), source })?
-        }
-        None => kube::Config::infer().await?,
-    };
+    let config = load_config(kubeconfig).await?;
     fenced_from_config(with_user_agent(config, user_agent)?, limit, deadline)
 }
 

@@ -10,7 +10,7 @@ use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
 use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
-use super::core::{self, ApiError, ApiErrorKind, Effect, Next, Outcome, UpdateAction};
+use super::core::{self, ApiError, Effect, Next, Outcome, UpdateAction};
 use super::creates_first::CreatesFirst;
 use crate::api_errors;
 use crate::clock::Clock;
@@ -52,23 +52,11 @@ enum Cached {
 }
 
 fn api_error(e: kube::Error) -> ApiError {
-    let kind = if api_errors::is_namespace_terminating(&e) {
-        ApiErrorKind::NamespaceTerminating
-    } else if api_errors::is_not_found(&e) {
-        ApiErrorKind::NotFound
-    } else if api_errors::is_already_exists(&e) {
-        ApiErrorKind::AlreadyExists
-    } else {
-        ApiErrorKind::Other
-    };
-    ApiError::new(kind, api_errors::message(&e))
+    ApiError::new(api_errors::kind(&e), api_errors::message(&e))
 }
 
 fn write_error(e: WriteError) -> ApiError {
-    match e {
-        WriteError::Api(e) => api_error(e),
-        fenced @ WriteError::Fenced(_) => ApiError::new(ApiErrorKind::Other, fenced.message()),
-    }
+    ApiError::new(e.kind(), e.message())
 }
 
 impl CronJobController {
@@ -191,13 +179,8 @@ impl CronJobController {
                         propagation_policy: Some(PropagationPolicy::Background),
                         ..Default::default()
                     };
-                    let r = fence
-                        .send(api.delete(&d.name, &dp), |a| {
-                            a.as_ref().left().and_then(|j| j.metadata.resource_version.as_deref())
-                        })
-                        .await
-                        .map(|_| ())
-                        .map_err(write_error);
+                    let r =
+                        fence.send_delete(api.delete(&d.name, &dp)).await.map(|_| ()).map_err(write_error);
                     d.answer(r)
                 }
                 Next::GetCronJob(g) => {

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tonic::transport::{Channel, Endpoint};
 
 use super::load::LoadMeter;
+use crate::retry::RetryBackoff;
 use crate::runtime::protocol::ShardRuntime;
 use crate::runtime::shard::{ShardError, ShardPhase};
 
@@ -51,6 +52,7 @@ pub async fn run(
     // The leader a standby named: tried next, once.
     let mut following: Option<String> = None;
     let meter = Arc::new(Mutex::new(LoadMeter::new(LOAD_HALF_LIFE)));
+    let mut backoff = RetryBackoff::new(Duration::from_millis(150), Duration::from_secs(5));
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
         tokio::select! {
@@ -73,6 +75,10 @@ pub async fn run(
             _ = lease.wait_for(|l| l.lapses != lapses) => Err(anyhow::anyhow!("the worker lease lapsed")),
             _ = stop.wait_for(|s| *s) => return,
         };
+        if health.session_established() {
+            // It registered and served: the next try is not a retry of a failing one.
+            backoff.reset();
+        }
         health.set_session(false);
         if let Err(e) = session {
             following = leader_hint(&e).filter(|leader| *leader != url);
@@ -85,7 +91,7 @@ pub async fn run(
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
     }

@@ -489,10 +489,7 @@ impl JobController {
         }
         let dp = DeleteParams::default();
         let delete = api.delete(&r.name, &dp);
-        match fence
-            .send(delete, |a| a.as_ref().left().and_then(|p| p.metadata.resource_version.as_deref()))
-            .await
-        {
+        match fence.send_delete(delete).await {
             Ok(_) => DeleteOutcome::Deleted,
             Err(e) if e.is_not_found() => {
                 self.deletions.observed(key, &r.uid);

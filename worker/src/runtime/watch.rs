@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use super::shard::ShardTable;
 use crate::informer::Handler;
 use crate::job::cache::ObjectKey;
+use crate::retry::RetryBackoff;
 
 /// How watches are narrowed to a worker's shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +233,8 @@ async fn run<K>(
             h.applied(old.as_ref(), &obj);
         }
     };
+    let mut list_backoff = RetryBackoff::new(Duration::from_millis(500), Duration::from_secs(10));
+    let mut watch_backoff = RetryBackoff::new(Duration::from_millis(250), Duration::from_secs(10));
     loop {
         // LIST, page by page, from one snapshot.
         let mut seen: HashSet<ObjectKey> = HashSet::new();
@@ -252,12 +255,13 @@ async fn run<K>(
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(kind = %kind, error = %e, "list failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::time::sleep(list_backoff.next_delay()).await;
                     continue_token = None;
                     seen.clear();
                     continue;
                 }
             };
+            list_backoff.reset();
             let rv = rv_of(page.metadata.resource_version.as_deref());
             for obj in page.items {
                 seen.insert(ObjectKey::of(obj.meta()));
@@ -296,10 +300,11 @@ async fn run<K>(
                 Ok(s) => s.boxed(),
                 Err(e) => {
                     tracing::warn!(kind = %kind, error = %e, "watch failed; listing again");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    tokio::time::sleep(watch_backoff.next_delay()).await;
                     break 'watch;
                 }
             };
+            watch_backoff.reset();
             loop {
                 let event = tokio::select! {
                     e = events.next() => e,

@@ -18,6 +18,14 @@ pub enum WriteError {
 }
 
 impl WriteError {
+    /// The class upstream branches on; a fenced write is none of the named ones.
+    pub fn kind(&self) -> api_errors::ApiErrorKind {
+        match self {
+            Self::Api(e) => api_errors::kind(e),
+            Self::Fenced(_) => api_errors::ApiErrorKind::Other,
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::Api(e) if api_errors::is_not_found(e))
     }
@@ -74,6 +82,15 @@ impl Fence {
         write: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, WriteError> {
         self.send(write, |o| o.meta().resource_version.as_deref()).await
+    }
+
+    /// [`Fence::send`] for a delete: the object as the delete left it (graceful deletion or
+    /// finalizers) carries the resourceVersion written; a `Status` (gone at once) carries none.
+    pub async fn send_delete<T: kube::Resource>(
+        &self,
+        write: impl Future<Output = Result<either::Either<T, kube::core::Status>, kube::Error>>,
+    ) -> Result<either::Either<T, kube::core::Status>, WriteError> {
+        self.send(write, |a| a.as_ref().left().and_then(|o| o.meta().resource_version.as_deref())).await
     }
 }
 

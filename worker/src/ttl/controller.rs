@@ -138,11 +138,7 @@ impl TtlController {
             ..DeleteParams::default()
         };
         let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
-        let deleted = fence
-            .send(api.delete(&key.name, &dp), |a| {
-                a.as_ref().left().and_then(|j| j.metadata.resource_version.as_deref())
-            })
-            .await;
+        let deleted = fence.send_delete(api.delete(&key.name, &dp)).await;
         match deleted {
             Ok(_) => {}
             // Someone else deleted it first: the cleanup is done.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use batchfleet_sim::{SimCluster, SimConfig};
 use batchfleet_worker::client::ClientLimits;
-use batchfleet_worker::standalone::{self, JobTiming, Worker, WorkerOptions};
+use batchfleet_worker::start::{self, JobTiming, Worker, WorkerOptions};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
@@ -47,7 +47,7 @@ pub async fn start_with(opts: WorkerOptions) -> Env {
     let worker_client =
         batchfleet_worker::client::from_config(config.clone(), ClientLimits::UNLIMITED).expect("client");
     let opts = WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..opts };
-    let worker = standalone::start_with_client(worker_client, opts).await.expect("worker starts");
+    let worker = start::start_with_client(worker_client, opts).await.expect("worker starts");
     let client = kube::Client::try_from(config).expect("client");
     Env { sim, worker, client }
 }

@@ -3,33 +3,12 @@
 //! (JSON names, kinds).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 /// FNV-1a, for the fixed tables of field names and numbers: SipHash's setup was most of the cost
 /// of looking a member's field up, which the schema walk of every write does once per member.
 /// The tables are built from the schema, not from input, so a weaker hash costs nothing there.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+type FnvMap<K, V> = HashMap<K, V, fnv::FnvBuildHasher>;
 
 /// A message's index in [`Schema::messages`].
 pub type MessageId = usize;

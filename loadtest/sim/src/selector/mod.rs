@@ -14,6 +14,7 @@
 //! - KEP-5866 `shardSelector`: `apiserver/pkg/sharding/parser.go` (CEL grammar, error texts) and
 //!   `apimachinery/pkg/sharding` (FNV-1a, `[start, end)` ranges, `String()` echo) → [`shard`].
 
+mod cel;
 pub mod field;
 pub mod fields_by_kind;
 pub mod label;

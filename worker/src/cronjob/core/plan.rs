@@ -70,19 +70,7 @@ pub struct ApiError {
     pub message: String,
 }
 
-/// The classes of API error upstream branches on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApiErrorKind {
-    /// Status reason `NotFound`.
-    NotFound,
-    /// Status reason `AlreadyExists`.
-    AlreadyExists,
-    /// A status whose `details.causes` has type `NamespaceTerminating` (checked before the reason:
-    /// upstream tests `HasStatusCause` first).
-    NamespaceTerminating,
-    /// Anything else, transport errors included.
-    Other,
-}
+pub use crate::api_errors::ApiErrorKind;
 
 impl ApiError {
     pub fn new(kind: ApiErrorKind, message: impl Into<String>) -> Self {

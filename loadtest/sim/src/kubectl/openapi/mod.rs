@@ -211,14 +211,7 @@ fn stub_list_schema(rt: &ResourceType, item: &str) -> Value {
 
 /// FNV-1a, 64 bit: a stable content hash for `serverRelativeURL` (upstream uses SHA-512; clients
 /// only treat it as an opaque cache key).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+use batchfleet_shards::fnv1a64;
 
 #[cfg(test)]
 mod tests {

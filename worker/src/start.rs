@@ -1,5 +1,7 @@
-//! A worker that owns every shard, with no coordinator (`fleet-worker --standalone`): the
-//! single-process mode, and the baseline the load tests compare the fleet against.
+//! Starting a worker's controllers on a shard table, for both modes: `fleet-worker --standalone`
+//! owns every shard from the start (the single-process mode, and the baseline the load tests
+//! compare the fleet against); a fleet worker starts on none and the protocol's steps give it
+//! shards. Here are the two API clients, the controllers, their queues and metrics.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,13 +1,17 @@
-//! Client-side limits on one process's Kubernetes API load, as kube-controller-manager has them:
-//! client-go's token bucket (`--kube-api-qps`, `--kube-api-burst`) and a cap on requests in
-//! flight, each with the metric that shows when it bites; and client-go's request metrics
-//! (`rest_client_requests_total`, `rest_client_request_duration_seconds`).
+//! The fleet's Kubernetes client, shared by the coordinator and the worker: its config and
+//! User-Agent ([`load_config`], [`user_agent`]), the client-side limits on one process's API load
+//! as kube-controller-manager has them (client-go's token bucket, `--kube-api-qps`,
+//! `--kube-api-burst`, and a cap on requests in flight), each with the metric that shows when it
+//! bites, and client-go's request metrics (`rest_client_requests_total`,
+//! `rest_client_request_duration_seconds`).
 
+mod config;
 mod in_flight;
 mod metrics;
 mod rate_limit;
 mod request_metrics;
 
+pub use config::{ClientError, load_config, user_agent, with_user_agent};
 pub use in_flight::{InFlight, InFlightLayer};
 pub use metrics::ClientMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};

@@ -1,17 +1,22 @@
-//! The shard model (DESIGN.md): a namespace's key is `fnv1a64(namespace)`, the key space is cut
-//! into S equal ranges, and a worker watches only the ranges it owns through KEP-5866's
+//! The shard model (DESIGN.md), in the one place the worker, the sim, the audits and the
+//! coordinator's tests read it from: a namespace's key is `fnv1a64(namespace)`, the key space is
+//! cut into S equal ranges, and a worker watches only the ranges it owns through KEP-5866's
 //! `shardSelector`.
 
 use std::collections::BTreeSet;
+use std::hash::Hasher;
 
-/// 64-bit FNV-1a, the hash KEP-5866's `shardRange` uses.
+/// 64-bit FNV-1a (Go's `hash/fnv.New64a`), the hash KEP-5866's `shardRange` uses.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(bytes);
+    hasher.finish()
+}
+
+/// The shard among `count` (a power of two, at least 1) whose range `[i·2^64/S, (i+1)·2^64/S)`
+/// holds `key`.
+pub fn shard_of_key(key: u64, count: u32) -> u32 {
+    ((u128::from(key) * u128::from(count.max(1))) >> 64) as u32
 }
 
 /// The fixed cut of the key space into `count` shards (a power of two).
@@ -38,8 +43,7 @@ impl ShardSpace {
 
     /// The shard of a namespace.
     pub fn shard_of(&self, namespace: &str) -> u32 {
-        let shift = 64 - self.count.trailing_zeros();
-        if shift == 64 { 0 } else { (fnv1a64(namespace.as_bytes()) >> shift) as u32 }
+        shard_of_key(fnv1a64(namespace.as_bytes()), self.count)
     }
 
     /// `[start, end)` of shard `i`, with `end` as a u128 so the last shard can end at 2^64.
@@ -95,8 +99,18 @@ mod tests {
             assert!(start <= h && h < end, "{ns}");
         }
         assert_eq!(ShardSpace::new(1).unwrap().shard_of("x"), 0);
+        assert_eq!(ShardSpace::new(65536).unwrap().shard_of("team-1"), (fnv1a64(b"team-1") >> 48) as u32);
         assert!(ShardSpace::new(3).is_err());
         assert!(ShardSpace::new(0).is_err());
+    }
+
+    #[test]
+    fn a_key_falls_in_the_shard_whose_range_holds_it() {
+        assert_eq!(shard_of_key(0, 16), 0);
+        assert_eq!(shard_of_key((1 << 60) - 1, 16), 0);
+        assert_eq!(shard_of_key(1 << 60, 16), 1);
+        assert_eq!(shard_of_key(u64::MAX, 16), 15);
+        assert_eq!(shard_of_key(u64::MAX, 1), 0);
     }
 
     #[test]
