@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
-/// Delays from `shortest` (jitter: up to twice it), doubling up to `longest`; never exhausted.
+/// Delays from `shortest`, doubling up to `longest`, each with jitter of up to itself again (so
+/// at most twice `longest`); never exhausted.
 pub struct RetryBackoff {
     builder: ExponentialBuilder,
     delays: ExponentialBackoff,

@@ -52,7 +52,10 @@ pub async fn run(
     // The leader a standby named: tried next, once.
     let mut following: Option<String> = None;
     let meter = Arc::new(Mutex::new(LoadMeter::new(LOAD_HALF_LIFE)));
-    let mut backoff = RetryBackoff::new(Duration::from_millis(150), Duration::from_secs(5));
+    // Capped at 1 s (2 s with jitter): after a coordinator fail-over every session must be back
+    // within seconds, and the tries before the new leader is elected must not have pushed the
+    // next one far out.
+    let mut backoff = RetryBackoff::new(Duration::from_millis(100), Duration::from_secs(1));
     loop {
         // Registering before the lease is renewed would let the coordinator judge us gone.
         tokio::select! {

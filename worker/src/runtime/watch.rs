@@ -233,8 +233,10 @@ async fn run<K>(
             h.applied(old.as_ref(), &obj);
         }
     };
-    let mut list_backoff = RetryBackoff::new(Duration::from_millis(500), Duration::from_secs(10));
-    let mut watch_backoff = RetryBackoff::new(Duration::from_millis(250), Duration::from_secs(10));
+    // Short caps: a shard's activation waits for this list, and a worker taking over a dead
+    // worker's shards must not sit out an API server's recovery by seconds.
+    let mut list_backoff = RetryBackoff::new(Duration::from_millis(250), Duration::from_secs(2));
+    let mut watch_backoff = RetryBackoff::new(Duration::from_millis(250), Duration::from_secs(2));
     loop {
         // LIST, page by page, from one snapshot.
         let mut seen: HashSet<ObjectKey> = HashSet::new();
