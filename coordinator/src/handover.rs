@@ -91,6 +91,10 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Preparing,
+    /// A standby move: the new owner is warm, and activates once the old owner's lease runs out;
+    /// no REVOKE is sent (the old owner lost its session and cannot answer one). Cancelled if
+    /// the old owner comes back.
+    Standby,
     Revoking,
     Activating {
         barrier: Barrier,
@@ -117,6 +121,8 @@ pub struct Handover {
     phase: Phase,
     /// The new owner's lease expired while the old owner was revoking.
     new_owner_gone: bool,
+    /// Started while the old owner was suspected lost ([`Handover::start_standby`]).
+    standby: bool,
 }
 
 impl Handover {
@@ -127,7 +133,26 @@ impl Handover {
             Action::RecordMove { shard, to: to.clone(), epoch },
             Action::SendPrepare { to: to.clone(), shard, epoch },
         ];
-        (Self { shard, from, to, epoch, phase: Phase::Preparing, new_owner_gone: false }, actions)
+        (
+            Self { shard, from, to, epoch, phase: Phase::Preparing, new_owner_gone: false, standby: false },
+            actions,
+        )
+    }
+
+    /// Starts a standby move off `from`, a worker that lost its session and is most likely dead:
+    /// the new owner warms the shard now, while `from`'s lease runs out, so that it acts as soon
+    /// as it may rather than only then starting to list. Nothing is asked of `from`, which keeps
+    /// acting while its lease runs: the move activates on [`Event::OldOwnerExpired`], and is
+    /// cancelled (the new owner drops its caches) when `from` comes back.
+    pub fn start_standby(shard: ShardId, from: WorkerId, to: WorkerId, epoch: u64) -> (Self, Vec<Action>) {
+        let (mut handover, actions) = Self::start(shard, Some(from), to, epoch);
+        handover.standby = true;
+        (handover, actions)
+    }
+
+    /// Whether this move waits for its old owner's lease rather than revoking it.
+    pub fn is_standby(&self) -> bool {
+        self.standby && self.from.is_some()
     }
 
     pub fn phase(&self) -> &Phase {
@@ -144,6 +169,10 @@ impl Handover {
         let (shard, epoch) = (self.shard, self.epoch);
         match (&self.phase, event) {
             (Phase::Preparing, Event::Prepared { epoch: e }) if e == epoch => match self.from.clone() {
+                Some(_) if self.standby => {
+                    self.phase = Phase::Standby;
+                    Vec::new()
+                }
                 Some(old) => {
                     self.phase = Phase::Revoking;
                     vec![Action::SendRevoke { to: old, shard, epoch }]
@@ -159,7 +188,15 @@ impl Handover {
                 self.phase = Phase::Cancelled;
                 Vec::new()
             }
-            (Phase::Preparing, Event::Cancel) => {
+            (Phase::Standby, Event::OldOwnerExpired) => {
+                self.from = None;
+                self.activate(Barrier::ConsistentList)
+            }
+            (Phase::Standby, Event::NewOwnerExpired) => {
+                self.phase = Phase::Cancelled;
+                Vec::new()
+            }
+            (Phase::Preparing | Phase::Standby, Event::Cancel) => {
                 self.phase = Phase::Cancelled;
                 vec![Action::SendDrop { to: self.to.clone(), shard, epoch }]
             }
@@ -291,6 +328,60 @@ mod tests {
         let (actions, _) = run(Some("old"), vec![Event::OldOwnerExpired, Event::Prepared { epoch: 5 }]);
         assert!(!actions.iter().any(|a| matches!(a, Action::SendRevoke { .. })));
         assert!(actions.iter().any(is_activate));
+    }
+
+    fn run_standby(events: Vec<Event>) -> (Vec<Action>, Phase) {
+        let (mut h, mut actions) = Handover::start_standby(S, w("old"), w("new"), 5);
+        for e in events {
+            actions.extend(h.on(e));
+        }
+        (actions, h.phase().clone())
+    }
+
+    /// A standby move never revokes (the old owner cannot answer) and never activates before the
+    /// old owner's lease ran out, whatever arrives meanwhile.
+    #[test]
+    fn a_standby_move_warms_then_waits_for_the_old_owners_lease() {
+        let noise = vec![
+            Event::Prepared { epoch: 5 },
+            Event::Prepared { epoch: 5 },
+            Event::Activated { epoch: 5 },
+            revoked(5, Some("900")),
+        ];
+        let (actions, phase) = run_standby(noise);
+        assert!(!actions.iter().any(|a| matches!(a, Action::SendRevoke { .. })), "{actions:?}");
+        assert!(!actions.iter().any(is_activate), "{actions:?}");
+        assert_eq!(phase, Phase::Standby);
+
+        let (actions, phase) = run_standby(vec![Event::Prepared { epoch: 5 }, Event::OldOwnerExpired]);
+        assert_eq!(
+            actions[2..],
+            [
+                Action::RecordOwner { shard: S, owner: w("new"), epoch: 5 },
+                Action::SendActivate { to: w("new"), shard: S, epoch: 5, barrier: Barrier::ConsistentList },
+            ]
+        );
+        assert_eq!(phase, Phase::Activating { barrier: Barrier::ConsistentList });
+    }
+
+    /// The old owner came back (its session, with its lease never lapsed): the warm caches are
+    /// dropped and it goes on acting, before or after the new owner finished warming.
+    #[test]
+    fn a_standby_move_is_cancelled_when_the_old_owner_comes_back() {
+        for events in [vec![Event::Cancel], vec![Event::Prepared { epoch: 5 }, Event::Cancel]] {
+            let (actions, phase) = run_standby(events);
+            assert_eq!(actions.last(), Some(&Action::SendDrop { to: w("new"), shard: S, epoch: 5 }));
+            assert_eq!(phase, Phase::Cancelled);
+        }
+    }
+
+    #[test]
+    fn a_standby_move_whose_old_owner_expired_before_warming_activates_once_warm() {
+        let (mut h, _) = Handover::start_standby(S, w("old"), w("new"), 5);
+        assert!(h.is_standby());
+        assert!(h.on(Event::OldOwnerExpired).is_empty());
+        assert!(!h.is_standby(), "nobody to wait for any more");
+        assert!(h.on(Event::Prepared { epoch: 5 }).iter().any(is_activate));
     }
 
     #[test]

@@ -53,7 +53,8 @@ macro_rules! conformance {
 
 conformance!(one_leader_at_a_time_and_a_lapsed_lease_is_taken_over);
 conformance!(a_resigned_leader_is_replaced_at_once);
-conformance!(worker_leases_change_with_every_renewal);
+conformance!(worker_leases_show_every_renewal);
+conformance!(a_worker_record_deleted_behind_its_back_is_reported_lost_once);
 conformance!(shard_map_writes_are_conditional_on_the_revision);
 conformance!(a_worker_that_stops_renewing_is_judged_expired_by_the_observer);
 
@@ -119,7 +120,9 @@ async fn a_resigned_leader_is_replaced_at_once(a: impl CoordinationStore, b: imp
     assert!(next.is_leader, "a resigned lease is free at once: {next:?}");
 }
 
-async fn worker_leases_change_with_every_renewal(a: impl CoordinationStore, b: impl CoordinationStore) {
+/// A renewal changes the record, or (etcd) extends the lease the store expires the record by;
+/// either way the observer can tell a renewing worker from a silent one.
+async fn worker_leases_show_every_renewal(a: impl CoordinationStore, b: impl CoordinationStore) {
     let (w1, w2) = (WorkerId("worker-1".into()), WorkerId("worker-2".into()));
     let ttl = Duration::from_secs(10);
     a.renew_worker(&w1, ttl).await.expect("w1");
@@ -134,13 +137,35 @@ async fn worker_leases_change_with_every_renewal(a: impl CoordinationStore, b: i
     let renewal = |list: &[batchfleet_coordinator::store::WorkerLease], w: &WorkerId| {
         list.iter().find(|l| &l.worker == w).map(|l| l.renewal.clone()).expect("present")
     };
-    assert_ne!(renewal(&seen, &w1), renewal(&again, &w1), "a renewal changes the record");
+    let in_store = again.iter().all(|l| l.expires_in_store);
+    assert!(
+        in_store || renewal(&seen, &w1) != renewal(&again, &w1),
+        "a renewal changes a record the store does not expire itself"
+    );
     assert_eq!(renewal(&seen, &w2), renewal(&again, &w2), "a worker that did not renew did not change");
 
     a.remove_worker(&w2).await.expect("remove");
     a.remove_worker(&w2).await.expect("removing twice is fine");
     let left = b.workers().await.expect("list");
     assert_eq!(left.iter().map(|l| l.worker.0.as_str()).collect::<Vec<_>>(), ["worker-1"]);
+}
+
+/// The coordinator frees the shards of a worker whose record vanished (after the margin): the
+/// worker must hear of it at its next renewal, not recreate the record and carry on.
+async fn a_worker_record_deleted_behind_its_back_is_reported_lost_once(
+    a: impl CoordinationStore,
+    b: impl CoordinationStore,
+) {
+    let w = WorkerId("worker-1".into());
+    let ttl = Duration::from_secs(10);
+    a.renew_worker(&w, ttl).await.expect("first renewal creates the record");
+    a.renew_worker(&w, ttl).await.expect("renewed");
+    b.remove_worker(&w).await.expect("deleted by someone else");
+    let lost = a.renew_worker(&w, ttl).await;
+    assert!(matches!(lost, Err(StoreError::RecordLost)), "{lost:?}");
+    a.renew_worker(&w, ttl).await.expect("the next renewal makes a new record");
+    let seen = b.workers().await.expect("list");
+    assert_eq!(seen.iter().map(|l| l.worker.0.as_str()).collect::<Vec<_>>(), ["worker-1"]);
 }
 
 async fn shard_map_writes_are_conditional_on_the_revision(

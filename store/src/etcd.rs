@@ -1,7 +1,9 @@
 //! The coordination store on etcd: leadership is a key bound to an etcd lease, created only if
-//! absent; each worker rewrites its own key, bound to a lease of its TTL, on every renewal (so
-//! the key's mod revision is what the observer sees change, and etcd removes a dead worker's key
-//! on its own); the shard map is a key written in transactions on its mod revision.
+//! absent; each worker's key is bound to an etcd lease of its TTL, which the worker renews by
+//! keep-alives (no write to etcd's log: a thousand workers cost the store nothing at rest) and
+//! which etcd expires on its own clock from the last keep-alive it received, removing a dead
+//! worker's key; so the key's presence is what the observer judges (`expires_in_store`). The
+//! shard map is a key written in transactions on its mod revision.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -138,23 +140,29 @@ impl CoordinationStore for EtcdStore {
 
     async fn renew_worker(&self, worker: &WorkerId, ttl: Duration) -> Result<()> {
         let mut client = self.client.clone();
+        let key = self.key(&format!("workers/{}", worker.0));
         let known = self.worker_leases.lock().get(worker).copied();
-        let lease = match known {
-            Some(lease) if self.keep_alive(lease).await? => lease,
-            _ => {
-                let lease = client.lease_grant(ttl_seconds(ttl), None).await.map_err(backend)?.id();
-                self.worker_leases.lock().insert(worker.clone(), lease);
-                lease
+        if let Some(lease) = known
+            && self.keep_alive(lease).await?
+        {
+            // A keep-alive is no write to etcd's log: renewing costs the store nothing at rest.
+            // The record it keeps must still be there, or the coordinator may be freeing this
+            // worker's shards already.
+            let got =
+                client.get(key.as_str(), Some(GetOptions::new().with_keys_only())).await.map_err(backend)?;
+            if got.kvs().is_empty() {
+                self.worker_leases.lock().remove(worker);
+                let _ = client.lease_revoke(lease).await;
+                return Err(StoreError::RecordLost);
             }
-        };
+            return Ok(());
+        }
+        let lease = client.lease_grant(ttl_seconds(ttl), None).await.map_err(backend)?.id();
+        self.worker_leases.lock().insert(worker.clone(), lease);
         let value =
             WorkerValue { ttl_seconds: ttl_seconds(ttl), renewed: jiff::Timestamp::now().to_string() };
         let value = serde_json::to_string(&value).map_err(|e| StoreError::Backend(e.to_string()))?;
-        client
-            .put(self.key(&format!("workers/{}", worker.0)), value, Some(PutOptions::new().with_lease(lease)))
-            .await
-            .map(|_| ())
-            .map_err(backend)
+        client.put(key, value, Some(PutOptions::new().with_lease(lease))).await.map(|_| ()).map_err(backend)
     }
 
     async fn remove_worker(&self, worker: &WorkerId) -> Result<()> {
@@ -183,6 +191,7 @@ impl CoordinationStore for EtcdStore {
             leases.push(WorkerLease {
                 worker: WorkerId(id.to_string()),
                 renewal: kv.mod_revision().to_string(),
+                expires_in_store: true,
                 ttl: Duration::from_secs(value.ttl_seconds.max(0).unsigned_abs()),
             });
         }

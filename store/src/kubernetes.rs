@@ -2,7 +2,7 @@
 //! Lease held as client-go's leader election holds one, each worker renews a Lease of its own,
 //! and the shard map is a ConfigMap written with resourceVersion preconditions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -35,6 +35,9 @@ pub struct KubernetesStore {
     config_maps: Api<ConfigMap>,
     /// The leader Lease's resourceVersion when this process last saw it change, and when.
     observed_leader: Mutex<Option<(String, Instant)>>,
+    /// Workers whose Lease this process created or renewed: one found missing on a renewal was
+    /// deleted behind the worker's back ([`StoreError::RecordLost`]).
+    renewing: Mutex<BTreeSet<WorkerId>>,
 }
 
 impl KubernetesStore {
@@ -44,6 +47,7 @@ impl KubernetesStore {
             leases: Api::namespaced(client.clone(), namespace),
             config_maps: Api::namespaced(client, namespace),
             observed_leader: Mutex::new(None),
+            renewing: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -186,7 +190,13 @@ impl CoordinationStore for KubernetesStore {
         });
         let patch = json!({"spec": spec});
         match self.leases.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.renewing.lock().insert(worker.clone());
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 && self.renewing.lock().remove(worker) => {
+                Err(StoreError::RecordLost)
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => {
                 let lease = Lease {
                     metadata: ObjectMeta {
@@ -202,13 +212,16 @@ impl CoordinationStore for KubernetesStore {
                         ..LeaseSpec::default()
                     }),
                 };
-                self.leases.create(&PostParams::default(), &lease).await.map(|_| ()).map_err(backend)
+                self.leases.create(&PostParams::default(), &lease).await.map_err(backend)?;
+                self.renewing.lock().insert(worker.clone());
+                Ok(())
             }
             Err(e) => Err(backend(e)),
         }
     }
 
     async fn remove_worker(&self, worker: &WorkerId) -> Result<()> {
+        self.renewing.lock().remove(worker);
         let name = format!("{WORKER_PREFIX}{}", worker.0);
         match self.leases.delete(&name, &Default::default()).await {
             Ok(_) => Ok(()),
@@ -229,6 +242,7 @@ impl CoordinationStore for KubernetesStore {
                 Some(WorkerLease {
                     worker: WorkerId(id.to_string()),
                     renewal: lease.metadata.resource_version.clone().unwrap_or_default(),
+                    expires_in_store: false,
                     ttl: Duration::from_secs(seconds.unsigned_abs().into()),
                 })
             })

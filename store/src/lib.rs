@@ -100,6 +100,10 @@ pub struct WorkerLease {
     pub renewal: String,
     /// How long the worker promises to stop within if it cannot renew.
     pub ttl: Duration,
+    /// The store itself removes the record once the worker stops renewing (an etcd lease), so
+    /// the record's presence is what says the worker is alive; otherwise (a Kubernetes Lease,
+    /// which nothing expires) the observer judges expiry by the record no longer changing.
+    pub expires_in_store: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +111,10 @@ pub enum StoreError {
     /// A conditional write lost to another writer.
     #[error("conflict: the stored record changed since it was read")]
     Conflict,
+    /// The worker's liveness record is gone while it renewed its lease: the coordinator may
+    /// already judge it stopped, so it must stop acting at once.
+    #[error("the worker's liveness record vanished from the store")]
+    RecordLost,
     /// The store could not be reached or refused the request.
     #[error("coordination store: {0}")]
     Backend(String),

@@ -4,10 +4,14 @@
 //! (after a coordinator fail-over) starts every worker's clock afresh, so a fail-over cannot
 //! expire a healthy worker.
 //!
+//! A record the store expires itself (an etcd lease, `expires_in_store`) is alive while it is
+//! there: etcd removes it a TTL after the last keep-alive it received, which is no earlier than
+//! the worker's own deadline (a TTL from when it sent that keep-alive).
+//!
 //! A record that vanishes (etcd expired the worker's lease, or the worker removed it on a clean
-//! exit) is Expiring for the margin from when it was seen gone, then Expired: etcd's expiry runs
-//! on the server's clock from the last keep-alive, and the margin is the allowance for a write
-//! the worker sent just before it stopped, as for a record that stops changing.
+//! exit) is Expiring for the margin from when it was seen gone, then Expired: the margin is the
+//! allowance for a write the worker sent just before it stopped, as for a record that stops
+//! changing.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -19,6 +23,7 @@ use crate::ids::WorkerId;
 struct Seen {
     renewal: String,
     ttl: Duration,
+    expires_in_store: bool,
     changed_at: Instant,
     /// When this observer first found the record gone.
     vanished_at: Option<Instant>,
@@ -53,11 +58,12 @@ impl LivenessObserver {
         for lease in leases {
             let seen = match self.seen.remove(&lease.worker) {
                 Some(old) if old.renewal == lease.renewal && old.vanished_at.is_none() => {
-                    Seen { ttl: lease.ttl, ..old }
+                    Seen { ttl: lease.ttl, expires_in_store: lease.expires_in_store, ..old }
                 }
                 _ => Seen {
                     renewal: lease.renewal.clone(),
                     ttl: lease.ttl,
+                    expires_in_store: lease.expires_in_store,
                     changed_at: now,
                     vanished_at: None,
                 },
@@ -80,6 +86,10 @@ impl LivenessObserver {
             let gone_for = now.saturating_duration_since(vanished);
             return Some(if gone_for < margin { Liveness::Expiring } else { Liveness::Expired });
         }
+        if seen.expires_in_store {
+            // At most a TTL is left; when exactly, only the store's clock says.
+            return Some(Liveness::Alive { expires_in: seen.ttl });
+        }
         let quiet = now.saturating_duration_since(seen.changed_at);
         Some(if quiet < seen.ttl {
             Liveness::Alive { expires_in: seen.ttl - quiet }
@@ -101,7 +111,30 @@ mod tests {
     use super::*;
 
     fn lease(worker: &str, renewal: &str) -> WorkerLease {
-        WorkerLease { worker: WorkerId(worker.into()), renewal: renewal.into(), ttl: Duration::from_secs(10) }
+        WorkerLease {
+            worker: WorkerId(worker.into()),
+            renewal: renewal.into(),
+            ttl: Duration::from_secs(10),
+            expires_in_store: false,
+        }
+    }
+
+    /// An etcd record is renewed by keep-alives, which do not change it: it is alive for as long
+    /// as etcd keeps it, then waits out the margin from when it was seen gone.
+    #[test]
+    fn a_record_the_store_expires_is_alive_while_present() {
+        let t0 = Instant::now();
+        let a = WorkerId("a".into());
+        let etcd = WorkerLease { expires_in_store: true, ..lease("a", "5") };
+        let mut o = LivenessObserver::default();
+        for s in 0..60 {
+            o.observe(std::slice::from_ref(&etcd), t0 + Duration::from_secs(s));
+        }
+        let at = t0 + Duration::from_secs(59);
+        assert!(matches!(o.liveness(&a, at, MARGIN), Some(Liveness::Alive { .. })), "long past its TTL");
+        o.observe(&[], at + Duration::from_secs(1));
+        assert_eq!(o.liveness(&a, at + Duration::from_secs(2), MARGIN), Some(Liveness::Expiring));
+        assert_eq!(o.liveness(&a, at + Duration::from_secs(3), MARGIN), Some(Liveness::Expired));
     }
 
     const MARGIN: Duration = Duration::from_secs(2);

@@ -93,9 +93,10 @@ struct Args {
     /// S, the number of shards of a fleet created now (a power of two); a stored map keeps its own.
     #[arg(long, env = "FLEET_SHARDS", default_value_t = 256, value_parser = parse_shard_count)]
     shards: u32,
-    /// How long past a worker's lease expiry its shards stay its own before they move.
-    #[arg(long, env = "FLEET_WORKER_LEASE_MARGIN", default_value = "2s", value_parser = humantime::parse_duration)]
-    worker_lease_margin: Duration,
+    /// How long past a worker's lease expiry its shards stay its own before they move
+    /// [default: 1s]
+    #[arg(long, env = "FLEET_WORKER_LEASE_MARGIN", value_parser = humantime::parse_duration)]
+    worker_lease_margin: Option<Duration>,
     /// How long a worker may take to warm a shard it is moving to before the move is cancelled
     /// (the old owner keeps it) and the shard placed again.
     #[arg(long, env = "FLEET_PREPARE_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
@@ -269,7 +270,7 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
     });
     let fleet_config = ControllerConfig {
         shard_count: args.shards,
-        lease_margin: args.worker_lease_margin,
+        lease_margin: args.worker_lease_margin.unwrap_or(args.store.store.default_lease_margin()),
         period: Duration::from_millis(200),
         fleet: FleetConfig { prepare_timeout: args.prepare_timeout, ..FleetConfig::default() },
         metrics: Some(FleetMetrics::register(&registry)?),

@@ -90,6 +90,7 @@ async fn registrations_waiting_for_a_new_leader_keep_their_shards() {
                 worker: WorkerId(w.into()),
                 renewal: "1".into(),
                 ttl: Duration::from_secs(10),
+                expires_in_store: false,
             })
             .to_vec();
         let store = Arc::new(MemoryStore {

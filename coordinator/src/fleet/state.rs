@@ -111,6 +111,10 @@ pub struct FleetConfig {
     /// A move whose new owner has not warmed the shard within this long is cancelled (the old
     /// owner, if any, keeps acting) and placed again.
     pub prepare_timeout: Duration,
+    /// A worker that registered with this leader and then lost its session for this long is
+    /// suspected lost: its shards are warmed on the workers they would go to (standby moves),
+    /// so that they act as soon as its lease runs out instead of only then starting to list.
+    pub standby_after: Duration,
 }
 
 impl Default for FleetConfig {
@@ -122,6 +126,7 @@ impl Default for FleetConfig {
             registration_grace: Duration::from_secs(10),
             min_move_interval: Duration::from_secs(60),
             prepare_timeout: Duration::from_secs(120),
+            standby_after: Duration::from_millis(250),
         }
     }
 }
@@ -141,6 +146,9 @@ struct InFlight {
     handover: Handover,
     sent_at: Instant,
     started_at: Instant,
+    /// Off a worker that is lost or suspected lost, or of a shard nobody acts for: not held
+    /// back by `max_moves_in_flight`, which paces moves between live workers.
+    urgent: bool,
 }
 
 /// Why a shard last moved.
@@ -173,6 +181,8 @@ pub struct FleetState {
     /// worker that keeps refusing is not sent a new epoch every step.
     retry_at: BTreeMap<ShardId, Instant>,
     stopping: BTreeMap<ShardId, Stopping>,
+    /// Since when each worker registered with this leader has had no session.
+    disconnected_since: BTreeMap<WorkerId, Instant>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -237,6 +247,7 @@ impl FleetState {
             gaps,
             retry_at: BTreeMap::new(),
             stopping: BTreeMap::new(),
+            disconnected_since: BTreeMap::new(),
         }
     }
 
@@ -266,7 +277,7 @@ impl FleetState {
 
     pub fn shard_state(&self, shard: ShardId) -> ShardState {
         match self.moves.get(&shard).map(|m| m.handover.phase()) {
-            Some(Phase::Preparing) => ShardState::Preparing,
+            Some(Phase::Preparing | Phase::Standby) => ShardState::Preparing,
             Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
             _ if self.stopping.contains_key(&shard) => ShardState::Revoking,
             _ if self.owner(shard).is_some() => ShardState::Active,
@@ -383,6 +394,7 @@ impl FleetState {
             self.on_ack(ack, now, &mut out);
         }
         self.on_liveness(input, now, &mut out);
+        self.cancel_standbys_of_returned_workers(input, now, &mut out);
         self.end_drains_of_stopped_workers(input);
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
@@ -407,8 +419,9 @@ impl FleetState {
                 self.moved_at.insert(m.shard, (now, MoveCause::Operator));
             }
             for m in self.plan(input, false) {
-                if self.moves.len() >= self.config.max_moves_in_flight {
-                    break;
+                let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
+                if !urgent && self.paced_moves() >= self.config.max_moves_in_flight {
+                    continue;
                 }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
                 if !live(&m.to) || self.recently_moved(&m, input, now) || self.retry_at.contains_key(&m.shard)
@@ -421,10 +434,110 @@ impl FleetState {
                     self.moved_at.insert(m.shard, (now, MoveCause::Balance));
                 }
             }
+            self.start_standbys(input, now, &mut out);
         }
         self.tell_drained(&mut out);
         out.store |= std::mem::take(&mut self.map_dirty);
         out
+    }
+
+    /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
+    /// session).
+    fn may_keep_shards(input: &StepInput, worker: &WorkerId) -> bool {
+        matches!(input.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
+    }
+
+    /// Moves between workers that may keep their shards, which `max_moves_in_flight` paces.
+    fn paced_moves(&self) -> usize {
+        self.moves.values().filter(|m| !m.urgent).count()
+    }
+
+    /// Workers that registered with this leader and have had no session for `standby_after`:
+    /// most likely dead (a SIGKILL, a lost node), though only their lease can tell.
+    fn suspected_lost(&mut self, input: &StepInput, now: Instant) -> BTreeSet<WorkerId> {
+        let disconnected: BTreeSet<&WorkerId> = input
+            .workers
+            .iter()
+            .filter(|(w, h)| **h == WorkerHealth::Disconnected && self.registered.contains(*w))
+            .map(|(w, _)| w)
+            .collect();
+        self.disconnected_since.retain(|w, _| disconnected.contains(w));
+        let mut suspects = BTreeSet::new();
+        for worker in disconnected {
+            let since = *self.disconnected_since.entry(worker.clone()).or_insert(now);
+            if now.saturating_duration_since(since) >= self.config.standby_after {
+                suspects.insert(worker.clone());
+            }
+        }
+        suspects
+    }
+
+    /// Warms the shards of workers suspected lost where placement would put them without those
+    /// workers, by standby moves ([`Handover::start_standby`]): they act once the lease runs out.
+    fn start_standbys(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let suspects = self.suspected_lost(input, now);
+        if suspects.is_empty() {
+            return;
+        }
+        let mut without = StepInput { now: input.now, loads: input.loads.clone(), ..StepInput::default() };
+        without.workers = input
+            .workers
+            .iter()
+            .map(|(w, h)| (w.clone(), if suspects.contains(w) { WorkerHealth::Expiring } else { *h }))
+            .collect();
+        for m in self.plan(&without, false) {
+            let Some(from) = m.from.filter(|f| suspects.contains(f)) else { continue };
+            if input.workers.get(&m.to) != Some(&WorkerHealth::Live) || self.retry_at.contains_key(&m.shard) {
+                continue;
+            }
+            self.start_standby(m.shard, from, m.to, now, out);
+        }
+    }
+
+    fn start_standby(
+        &mut self,
+        shard: ShardId,
+        from: WorkerId,
+        to: WorkerId,
+        now: Instant,
+        out: &mut StepOutput,
+    ) {
+        if self.moves.contains_key(&shard) || self.stopping.contains_key(&shard) {
+            return;
+        }
+        let record = self.map.shards.entry(shard.0).or_default();
+        if record.owner.as_deref() != Some(from.0.as_str()) {
+            return;
+        }
+        let Some(epoch) = record.epoch.checked_add(1) else { return };
+        let (handover, actions) = Handover::start_standby(shard, from, to, epoch);
+        let _move = move_span(&handover).entered();
+        tracing::debug!("standby move started: the owner lost its session");
+        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent: true });
+        self.apply(actions, now, out);
+    }
+
+    /// A worker suspected lost is back (it registered again, its lease never lapsed): its
+    /// standby moves are cancelled, and it goes on acting for its shards.
+    fn cancel_standbys_of_returned_workers(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let returned: Vec<ShardId> = self
+            .moves
+            .iter()
+            .filter(|(_, m)| {
+                m.handover.is_standby()
+                    && m.handover
+                        .from
+                        .as_ref()
+                        .is_some_and(|f| input.workers.get(f) == Some(&WorkerHealth::Live))
+            })
+            .map(|(shard, _)| *shard)
+            .collect();
+        for shard in returned {
+            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
+            tracing::info!(shard = shard.0, "the owner is back; the standby move is cancelled");
+            self.cancel(shard, now, out);
+            self.retry_at.remove(&shard);
+        }
     }
 
     /// A balancing move of a shard that moved within `min_move_interval`, off an owner that may
@@ -468,7 +581,8 @@ impl FleetState {
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         let _move = move_span(&handover).entered();
         tracing::debug!("move started");
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now });
+        let urgent = handover.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
+        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent });
         self.apply(actions, now, out);
     }
 
@@ -568,6 +682,26 @@ impl FleetState {
                     out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }))
                 }
             }
+        }
+        // Standby moves off it for shards it no longer holds (it restarted, or its lease lapsed
+        // and it dropped them): it has stopped acting for them, so they activate now.
+        let released: Vec<ShardId> = self
+            .moves
+            .iter()
+            .filter(|(shard, m)| {
+                m.handover.is_standby() && m.handover.from.as_ref() == Some(worker) && !kept.contains(shard)
+            })
+            .map(|(shard, _)| *shard)
+            .collect();
+        for shard in released {
+            self.gaps.stopped(shard, now);
+            if let Some(m) = self.moves.get_mut(&shard) {
+                let _move = move_span(&m.handover).entered();
+                let actions = m.handover.on(Event::OldOwnerExpired);
+                m.sent_at = now;
+                self.apply(actions, now, out);
+            }
+            self.finish(shard, now);
         }
         // Shards the map gives it that it no longer holds (it restarted) or was just told to
         // drop: nobody acts for them.
@@ -843,3 +977,7 @@ mod tests;
 #[cfg(test)]
 #[path = "state_gap_tests.rs"]
 mod gap_tests;
+
+#[cfg(test)]
+#[path = "state_standby_tests.rs"]
+mod standby_tests;

@@ -77,9 +77,10 @@ struct Args {
     /// Where the worker renews its liveness lease: the same store as the coordinator's.
     #[command(flatten)]
     store: StoreArgs,
-    /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard.
-    #[arg(long, env = "FLEET_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
-    lease_duration: std::time::Duration,
+    /// The worker lease's TTL: unable to renew it for this long, the worker stops every shard;
+    /// renewed every third of it [default: 5s with --store kubernetes, 3s with --store etcd]
+    #[arg(long, env = "FLEET_LEASE_DURATION", value_parser = humantime::parse_duration)]
+    lease_duration: Option<std::time::Duration>,
     /// How long SIGTERM waits for the coordinator to move every shard away before exiting.
     #[arg(long, env = "FLEET_DRAIN_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
@@ -136,7 +137,8 @@ fn main() -> ExitCode {
         eprintln!("fleet-worker: give either --standalone or --coordinator URL[,URL…]");
         return ExitCode::from(2);
     }
-    if args.lease_duration < std::time::Duration::from_millis(300) {
+    let lease_duration = args.lease_duration.unwrap_or(args.store.store.default_worker_lease());
+    if lease_duration < std::time::Duration::from_millis(300) {
         eprintln!("fleet-worker: --lease-duration must be at least 300ms");
         return ExitCode::from(2);
     }
@@ -206,7 +208,7 @@ fn main() -> ExitCode {
     let fleet = (!args.standalone).then(|| FleetFlags {
         coordinators: args.coordinator.clone(),
         store: args.store.clone(),
-        lease_duration: args.lease_duration,
+        lease_duration,
         drain_timeout: args.drain_timeout,
         transport,
         max_message_size: args.grpc_max_message_size,

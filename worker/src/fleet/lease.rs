@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use batchfleet_store::CoordinationStore;
 use batchfleet_store::ids::WorkerId;
+use batchfleet_store::{CoordinationStore, StoreError};
 use tokio::sync::watch;
 
 use crate::runtime::protocol::ShardRuntime;
@@ -61,6 +61,12 @@ pub async fn keep<S: CoordinationStore>(
                 last_ok = Some(sent);
                 runtime.table().set_lease_deadline(sent + ttl);
                 state.send_modify(|s| s.renewed = true);
+            }
+            Ok(Err(StoreError::RecordLost)) => {
+                // The coordinator may be freeing this worker's shards already: stop now, not
+                // when the lease would have run out. The next renewal makes a new record.
+                tracing::error!("the worker's liveness record vanished from the store");
+                lapse(&mut last_ok);
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "renewing the worker lease failed"),
             Err(_) => tracing::warn!("renewing the worker lease timed out"),

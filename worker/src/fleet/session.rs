@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tonic::transport::{Channel, Endpoint};
 
+use super::barrier_read::BarrierRead;
 use super::load::LoadMeter;
 use crate::retry::RetryBackoff;
 use crate::runtime::protocol::ShardRuntime;
@@ -139,14 +140,15 @@ async fn session(
     let heartbeats =
         tokio::spawn(heartbeat(rpc.clone(), session_id, runtime.clone(), meter.clone(), config.heartbeat));
     let _stop_heartbeats = AbortOnDrop(heartbeats);
+    let barrier_read = Arc::new(BarrierRead::new(client.clone()));
     health.set_session(true);
     while let Some(command) = commands.message().await? {
         let Some(kind) = command.kind else { continue };
-        let (runtime, client, mut rpc, drained) =
-            (runtime.clone(), client.clone(), rpc.clone(), drained.clone());
+        let (runtime, barrier_read, mut rpc, drained) =
+            (runtime.clone(), barrier_read.clone(), rpc.clone(), drained.clone());
         // Commands for different shards run side by side; the coordinator sends one at a time per shard.
         tokio::spawn(async move {
-            if let Some(ack) = carry_out(kind, &runtime, &client, &drained).await {
+            if let Some(ack) = carry_out(kind, &runtime, &barrier_read, &drained).await {
                 let ack = pb::Ack { session_id, ..ack };
                 if let Err(e) = rpc.acknowledge(ack).await {
                     tracing::debug!(error = %e, "acknowledgement not delivered; the coordinator will ask again");
@@ -245,7 +247,7 @@ fn ack(assignment: pb::ShardAssignment, step: pb::Step, last_write: u64) -> pb::
 async fn carry_out(
     kind: pb::command::Kind,
     runtime: &ShardRuntime,
-    client: &kube::Client,
+    barrier_read: &BarrierRead,
     drained: &watch::Sender<bool>,
 ) -> Option<pb::Ack> {
     use pb::command::Kind;
@@ -299,7 +301,7 @@ async fn carry_out(
             let barrier = match activate.min_resource_version.parse::<u64>() {
                 Ok(rv) => rv,
                 // No last write is known: wait for what a consistent read sees now.
-                Err(_) => current_resource_version(client).await?,
+                Err(_) => barrier_read.served_after(received).await?,
             };
             let active_now = |runtime: &ShardRuntime| {
                 runtime
@@ -338,18 +340,6 @@ async fn carry_out(
     }
 }
 
-/// The resourceVersion a consistent LIST is served at: every write before it is in it.
-async fn current_resource_version(client: &kube::Client) -> Option<u64> {
-    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> = kube::Api::all(client.clone());
-    match jobs.list_metadata(&kube::api::ListParams::default().limit(1)).await {
-        Ok(list) => list.metadata.resource_version.and_then(|rv| rv.parse().ok()),
-        Err(e) => {
-            tracing::warn!(error = %e, "reading the current resourceVersion for ACTIVATE");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,6 +361,7 @@ mod tests {
     #[tokio::test]
     async fn a_prepare_below_a_held_epoch_is_refused_with_that_epoch() {
         let (runtime, client) = idle_worker();
+        let client = BarrierRead::new(client);
         runtime.table().prepare(2, 7).expect("held at 7");
         runtime.drop_shard(2);
         let (drained, _) = watch::channel(false);
