@@ -27,6 +27,8 @@ pub struct FleetProcesses {
     launch: WorkerLaunch,
     /// How the harness itself reaches the admin API.
     admin_transport: ClientTransport,
+    /// Each worker's `/metrics`, `/readyz` and `/livez` address, as its latest process serves them.
+    health_addrs: parking_lot::Mutex<std::collections::BTreeMap<String, SocketAddr>>,
 }
 
 /// How the fleet's workers are started, kept to start more (a join, a restart).
@@ -151,10 +153,8 @@ pub async fn start(
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
-    flags.extend(
-        ["--metrics-addr", "127.0.0.1:0", "--shards", &shards, "--lease-duration", &layout.worker_lease]
-            .map(String::from),
-    );
+    // `--metrics-addr` is each worker's own (`spawn_worker`), so that its /readyz can be asked.
+    flags.extend(["--shards", &shards, "--lease-duration", &layout.worker_lease].map(String::from));
     flags.extend(layout.common_flags.iter().cloned());
     flags.extend(layout.worker_flags.iter().cloned());
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };
@@ -165,6 +165,7 @@ pub async fn start(
         workers: Vec::new(),
         log_dir: log_dir.to_path_buf(),
         launch,
+        health_addrs: Default::default(),
     };
     for i in 0..layout.workers {
         let id = format!("w-{i}");
@@ -238,17 +239,20 @@ pub async fn http_ok(addr: SocketAddr, path: &str) -> bool {
 }
 
 impl FleetProcesses {
-    /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`.
+    /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`, its
+    /// health endpoints on a free port of their own ([`Self::wait_worker_ready`]).
     pub fn spawn_worker(&self, id: &str) -> anyhow::Result<Child> {
         let launch = &self.launch;
         let transport_flags = match &launch.pki {
             Some(pki) => pki.worker_flags(id)?,
             None => vec!["--insecure".to_string()],
         };
+        let health: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        self.health_addrs.lock().insert(id.to_string(), health);
         Command::new(&launch.binary)
             .arg("--kubeconfig")
             .arg(&launch.kubeconfig)
-            .args(["--worker-id", id])
+            .args(["--worker-id", id, "--metrics-addr", &health.to_string()])
             .args(&transport_flags)
             .args(&launch.flags)
             .stdout(Stdio::null())
@@ -259,6 +263,29 @@ impl FleetProcesses {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting fleet-worker {id}"))
+    }
+
+    /// Waits until worker `id`'s latest process answers `/readyz` with 200 — what a
+    /// StatefulSet's readiness probe would gate a rolling update on — failing when it exits or
+    /// `timeout` passes. Answers how long it took.
+    pub async fn wait_worker_ready(&mut self, id: &str, timeout: Duration) -> anyhow::Result<Duration> {
+        let started = tokio::time::Instant::now();
+        let addr = self.health_addrs.lock().get(id).copied().with_context(|| format!("no worker {id}"))?;
+        let log = self.log_dir.join(format!("{id}.log"));
+        let (_, child) =
+            self.workers.iter_mut().find(|(w, _)| w == id).with_context(|| format!("no worker {id}"))?;
+        while !http_ok(addr, "/readyz").await {
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!("{id} exited ({status}) before it was ready; see {}", log.display());
+            }
+            anyhow::ensure!(
+                started.elapsed() < timeout,
+                "{id} did not answer /readyz with 200 within {timeout:?}; see {}",
+                log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(started.elapsed())
     }
 
     /// The transport flags fleetctl needs for this fleet.
