@@ -625,7 +625,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     if rollout.is_none() && scenario.faults.iter().any(|f| f.action == FaultAction::RollingRestart) {
         goals.push(Outcome::from_violations(
             "rollout-completed",
-            "every worker restarted and ready, then the stored shard map settled",
+            "every worker restarted and ready, then the stored shard map settled, nobody draining",
             1,
             "rollouts",
             fault_records

@@ -67,6 +67,9 @@ pub struct RolloutRecord {
     /// The stored epochs' growth over the rollout: one per move.
     pub moves: u64,
     pub shards: u32,
+    /// Workers the stored map still had draining at the end: a drain that outlived its process
+    /// leaves the next process under that id without shards.
+    pub left_draining: Vec<String>,
 }
 
 /// Worker ids in StatefulSet RollingUpdate order: the highest ordinal (`w-<i>`) first.
@@ -113,6 +116,7 @@ pub async fn run(
         completed: settled,
         moves,
         shards: after.shard_count,
+        left_draining: after.draining.iter().cloned().collect(),
     })
 }
 
@@ -249,11 +253,14 @@ pub fn goals(
         .steps
         .iter()
         .filter_map(|s| s.error.as_ref().map(|e| format!("{}: {e}", s.worker)))
+        .chain(rollout.left_draining.iter().map(|w| {
+            format!("{w}: still draining in the stored map after the rollout: its drain outlived the process")
+        }))
         .collect();
     let ready = rollout.steps.iter().filter(|s| s.ready_after_seconds.is_some()).count();
     out.push(Outcome {
         name: "rollout-completed".into(),
-        target: "every worker restarted and ready, then the stored shard map settled".into(),
+        target: "every worker restarted and ready, then the stored shard map settled, nobody draining".into(),
         measured: format!(
             "{ready} of {} restarted and ready{}",
             rollout.steps.len(),
@@ -361,7 +368,15 @@ mod tests {
     }
 
     fn rollout(steps: Vec<RolloutStep>, moves: u64) -> RolloutRecord {
-        RolloutRecord { started: t(10), ended: t(40), completed: true, steps, moves, shards: 16 }
+        RolloutRecord {
+            started: t(10),
+            ended: t(40),
+            completed: true,
+            steps,
+            moves,
+            shards: 16,
+            left_draining: Vec::new(),
+        }
     }
 
     fn hand_over(needed: i64, acted: i64, gap: f64, unowned: f64) -> HandOver {
@@ -430,12 +445,17 @@ mod tests {
     }
 
     #[test]
-    fn a_step_that_failed_or_no_sample_fails() {
+    fn a_step_that_failed_a_drain_left_behind_or_no_sample_fails() {
         let mut r = rollout(vec![step("w-1", vec![], Some("did not exit"))], 0);
         r.completed = false;
         let (_, outcomes) = goals(&all_goals(), &r, &[], &FinishedLatencies::default());
         let by_name = passed(&outcomes);
         assert!(!by_name["rollout-completed"]);
+        let mut drained = rollout(vec![step("w-0", vec![], None)], 8);
+        drained.left_draining = vec!["w-0".into()];
+        let (_, outcomes) = goals(&Goals::default(), &drained, &[], &FinishedLatencies::default());
+        let completed = outcomes.iter().find(|o| o.name == "rollout-completed").expect("there");
+        assert!(!completed.passed && completed.violations[0].contains("still draining"), "{completed:?}");
         assert!(!by_name["rollout-hand-over-gap-p99"], "no gap measured is no pass");
         assert!(!by_name["rollout-finished-p99-ratio"], "no Job measured is no pass");
     }
