@@ -20,6 +20,8 @@ use tokio::process::{Child, Command};
 pub struct FleetProcesses {
     /// Every coordinator's address, in the order started.
     pub admin_urls: Vec<String>,
+    /// Every coordinator's `/metrics` address, in the same order.
+    pub coordinator_metrics: Vec<SocketAddr>,
     pub coordinators: Vec<Child>,
     pub workers: Vec<(String, Child)>,
     pub log_dir: PathBuf,
@@ -128,15 +130,17 @@ pub async fn start(
         None => ClientTransport::Insecure,
     };
     let mut admin_urls = Vec::new();
+    let mut coordinator_metrics = Vec::new();
     let mut coordinators = Vec::new();
     for i in 0..layout.coordinators.max(1) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let listen = format!("127.0.0.1:{port}");
+        let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
         let id = format!("coordinator-{i}");
         let child = Command::new(&coordinator_bin)
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", "127.0.0.1:0"])
+            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", &metrics.to_string()])
             .args(["--shards", &shards])
             .args(&transport_flags)
             .args(&layout.common_flags)
@@ -150,6 +154,7 @@ pub async fn start(
             .spawn()
             .context("starting fleet-coordinator")?;
         admin_urls.push(format!("{scheme}://{listen}"));
+        coordinator_metrics.push(metrics);
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
@@ -160,6 +165,7 @@ pub async fn start(
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };
     let mut fleet = FleetProcesses {
         admin_urls,
+        coordinator_metrics,
         admin_transport,
         coordinators,
         workers: Vec::new(),
@@ -224,6 +230,20 @@ pub async fn wait_standalone_ready(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
+}
+
+/// The body of a `GET path` on an HTTP endpoint of ours (a coordinator's `/metrics`), when it
+/// answers 200.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response)).await.ok()?.ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
 /// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.
@@ -343,6 +363,13 @@ impl FleetProcesses {
     pub async fn leader_index(&self) -> Option<usize> {
         let leader = self.admin().await?.status(pb::StatusRequest {}).await.ok()?.into_inner().leader;
         leader.strip_prefix("coordinator-")?.parse().ok()
+    }
+
+    /// The leading coordinator's `/metrics` (Prometheus text), and which coordinator it is.
+    pub async fn leader_metrics(&self) -> Option<(usize, String)> {
+        let leader = self.leader_index().await?;
+        let body = http_get(*self.coordinator_metrics.get(leader)?, "/metrics").await?;
+        Some((leader, body))
     }
 
     /// Every shard's epoch (it grows by one per placement), as the leader reports it.

@@ -241,6 +241,11 @@ async fn rolling_upgrade_restarts_every_worker_gracefully_in_statefulset_order()
     assert!(moves >= shards, "{rollout:#}");
     assert!(rollout["gap_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");
     assert!(rollout["baseline_finished_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");
+    // The leader's own view, scraped from its /metrics: every move it finished was a hand-over.
+    let leader = &rollout["leader"];
+    assert_eq!(leader["moves"]["unowned"], 0, "{rollout:#}");
+    assert!(leader["moves"]["done"].as_u64() >= Some(shards), "{rollout:#}");
+    assert!(leader["gaps"].as_u64() > Some(0), "{rollout:#}");
     // The restarted processes were measured beside the first ones.
     let processes: Vec<&str> = report["processes"]
         .as_array()
@@ -248,7 +253,8 @@ async fn rolling_upgrade_restarts_every_worker_gracefully_in_statefulset_order()
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    assert!(processes.iter().filter(|p| p.contains("(restart ")).count() == 4, "{processes:?}");
+    let restarted: Vec<&&str> = processes.iter().filter(|p| p.contains("(restart ")).collect();
+    assert_eq!(restarted.len(), 4, "{processes:?}\n{shown}");
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 
 mod expect;
 pub(crate) mod faults;
+mod leader_metrics;
 pub(crate) mod progress;
 mod replay;
 pub(crate) mod report;
