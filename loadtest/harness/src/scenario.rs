@@ -682,7 +682,10 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
         return invalid("faults".into(), "at most one rolling-restart: its goals measure one rollout");
     }
     if scenario.goals.needs_rollout() && rollouts == 0 {
-        return invalid("goals".into(), "the rollout_* goals measure a rolling-restart; the faults have none");
+        return invalid(
+            "goals".into(),
+            "the rollout_* goals measure a rolling-restart; the faults have none",
+        );
     }
     if let Some(scaling) = &scenario.scaling {
         check_scaling(&scenario, scaling)?;

@@ -154,9 +154,10 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
 
 /// The report's failed audits and goals, and its JSON.
 fn report_of(out: &Path, shown: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {shown}")))
-            .expect("JSON");
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {shown}")),
+    )
+    .expect("JSON");
     let failed = ["audits", "goals"]
         .iter()
         .flat_map(|k| report[*k].as_array().into_iter().flatten())
@@ -237,7 +238,8 @@ async fn rolling_upgrade_restarts_every_worker_gracefully_in_statefulset_order()
     }
     assert_eq!(rollout["left_draining"], serde_json::json!([]), "{rollout:#}");
     // Each worker's shards left it and came back: at least one move per shard, from the map.
-    let (moves, shards) = (rollout["moves"].as_u64().expect("moves"), rollout["shards"].as_u64().expect("shards"));
+    let (moves, shards) =
+        (rollout["moves"].as_u64().expect("moves"), rollout["shards"].as_u64().expect("shards"));
     assert!(moves >= shards, "{rollout:#}");
     assert!(rollout["gap_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");
     assert!(rollout["baseline_finished_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");

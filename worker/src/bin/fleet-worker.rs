@@ -375,7 +375,9 @@ async fn ask_coordinator(coordinators: &[String], transport: &ClientTransport, w
         };
         match answer {
             Ok(_) => return,
-            Err(e) => tracing::debug!(coordinator = %url, error = %e, ?ask, "request about the own drain refused"),
+            Err(e) => {
+                tracing::debug!(coordinator = %url, error = %e, ?ask, "request about the own drain refused")
+            }
         }
     }
     tracing::warn!(?ask, "no coordinator accepted the request about the worker's own drain");

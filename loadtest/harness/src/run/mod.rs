@@ -72,7 +72,11 @@ pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
             return Err(format!(
                 "{}: --workers sizes a fleet of workers; this scenario runs {}",
                 args.scenario,
-                if scenario.fleet.standalone { "one standalone worker" } else { "the sizes in scaling.workers" }
+                if scenario.fleet.standalone {
+                    "one standalone worker"
+                } else {
+                    "the sizes in scaling.workers"
+                }
             ));
         }
         if workers == 0 {

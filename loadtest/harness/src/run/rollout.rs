@@ -223,7 +223,11 @@ impl FinishedLatencies {
     /// Sorts `(created, seconds to finished)` of each Job into the baseline (created from
     /// [`BASELINE_FROM`] after `work_started` until the rollout started) and the rollout's
     /// (created while it ran).
-    pub fn split(jobs: impl Iterator<Item = (Timestamp, f64)>, work_started: Timestamp, rollout: &RolloutRecord) -> Self {
+    pub fn split(
+        jobs: impl Iterator<Item = (Timestamp, f64)>,
+        work_started: Timestamp,
+        rollout: &RolloutRecord,
+    ) -> Self {
         let baseline_from = work_started
             .checked_add(jiff::SignedDuration::try_from(BASELINE_FROM).unwrap_or_default())
             .unwrap_or(work_started);
@@ -347,7 +351,10 @@ pub fn goals(
         let leader_text = leader_says(&|l| format!("{:.3} s", l.unowned_seconds));
         out.push(Outcome {
             name: "rollout-unowned-seconds".into(),
-            target: format!("< {per_move} × {} moves = {bound:.2} s, in the audit log and at the leader", rollout.moves),
+            target: format!(
+                "< {per_move} × {} moves = {bound:.2} s, in the audit log and at the leader",
+                rollout.moves
+            ),
             measured: format!(
                 "audit log: {:.3} s with work and no acting owner{leader_text}",
                 report.unowned_seconds
@@ -462,7 +469,8 @@ mod tests {
     fn a_graceful_rollout_within_its_bounds_passes_every_goal() {
         let r = rollout(vec![step("w-1", vec![], None), step("w-0", vec![], None)], 30);
         // One hand-over before the rollout does not count; two during it do.
-        let hand_overs = [hand_over(2, 3, 4.0, 4.0), hand_over(12, 12, 0.1, 0.1), hand_over(20, 20, 0.2, 0.2)];
+        let hand_overs =
+            [hand_over(2, 3, 4.0, 4.0), hand_over(12, 12, 0.1, 0.1), hand_over(20, 20, 0.2, 0.2)];
         let latencies = FinishedLatencies { baseline: vec![1.0, 2.0], during: vec![1.5, 2.9] };
         let (report, outcomes) = goals(&all_goals(), &r, &hand_overs, &latencies);
         assert_eq!(report.hand_overs, 2);

@@ -6,8 +6,9 @@ use batchfleet_store::{CoordinationStore, ShardMapRecord, etcd::EtcdStore, kuber
 /// The fleet's store, as the coordinators the harness starts use it (their default namespace
 /// and etcd prefix).
 pub enum StoredMap {
-    Kubernetes(KubernetesStore),
-    Etcd(EtcdStore),
+    // Boxed: the stores' clients are large, and the map is read a few times a run.
+    Kubernetes(Box<KubernetesStore>),
+    Etcd(Box<EtcdStore>),
 }
 
 /// Where the coordinators keep their Leases and shard map on the Kubernetes store (their
@@ -20,8 +21,10 @@ impl StoredMap {
     /// The Kubernetes store through `client`, or etcd at `etcd_endpoint`.
     pub async fn open(client: &kube::Client, etcd_endpoint: Option<&str>) -> anyhow::Result<Self> {
         Ok(match etcd_endpoint {
-            Some(endpoint) => Self::Etcd(EtcdStore::connect(&[endpoint.to_string()], ETCD_PREFIX).await?),
-            None => Self::Kubernetes(KubernetesStore::new(client.clone(), FLEET_NAMESPACE)),
+            Some(endpoint) => {
+                Self::Etcd(Box::new(EtcdStore::connect(&[endpoint.to_string()], ETCD_PREFIX).await?))
+            }
+            None => Self::Kubernetes(Box::new(KubernetesStore::new(client.clone(), FLEET_NAMESPACE))),
         })
     }
 
