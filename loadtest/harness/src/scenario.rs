@@ -526,9 +526,9 @@ pub struct Goals {
     /// at most this many times the shards.
     #[serde(default)]
     pub rollout_moves_per_shard: Option<f64>,
-    /// With a `rolling-restart`: the p99 of creation → finished of the Jobs created during the
-    /// rollout, at most this many times that of the Jobs created before it (the baseline, from
-    /// 5 s after the workload's start).
+    /// With a `rolling-restart`: the p99 of creation → finished of the Jobs alive during the
+    /// rollout, at most this many times that of the Jobs that lived wholly before it (the
+    /// baseline, from 5 s after the workload's start).
     #[serde(default)]
     pub rollout_finished_p99_ratio: Option<f64>,
 }

@@ -620,7 +620,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let rollout = fault_records.iter().find_map(|f| f.rollout.as_ref()).map(|record| {
         let finished = seen.jobs.values().filter_map(|j| {
             let created = *created_at.get(&(j.namespace.clone(), j.name.clone()))?;
-            Some((created, j.finished.as_ref()?.seen.duration_since(created).as_secs_f64()))
+            Some((created, j.finished.as_ref()?.seen))
         });
         let latencies = rollout::FinishedLatencies::split(finished, work_started, record);
         let (report, outcomes) = rollout::goals(&scenario.goals, record, &each_hand_over, &latencies);
