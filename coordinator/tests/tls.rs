@@ -325,6 +325,12 @@ async fn a_worker_registers_only_as_the_id_its_certificate_names() {
         workers.as_array()?.iter().any(|w| w["name"] == "w-1" && w["shards"].as_u64() > Some(0)).then_some(())
     })
     .await;
+
+    // A worker may end its own drain (a drained process does as it exits), and nobody else's.
+    let mut admin = fleet.admin_client(&w1).await;
+    admin.undrain(pb::WorkerRequest { worker: "w-1".into() }).await.expect("w-1 may end its own drain");
+    let denied = admin.undrain(pb::WorkerRequest { worker: "w-2".into() }).await.expect_err("w-1 is not w-2");
+    assert_eq!(denied.code(), Code::PermissionDenied, "{denied:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,6 +83,13 @@ impl Authorizer {
             .or_else(|denied| self.worker(request, worker_id).map_err(|_| denied))
     }
 
+    /// Undrain needs write access, except that a worker may end its own drain (a drained process
+    /// does as it exits, so that its drain ends with it).
+    pub fn undrain<T>(&self, request: &Request<T>, worker_id: &str) -> Result<Caller, Status> {
+        self.admin(request, "undrain", Access::Write)
+            .or_else(|denied| self.worker(request, worker_id).map_err(|_| denied))
+    }
+
     fn identify<T>(&self, request: &Request<T>) -> Result<Identified, Status> {
         let policy = match self {
             Authorizer::Insecure => {

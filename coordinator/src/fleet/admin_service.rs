@@ -186,7 +186,7 @@ impl FleetAdmin for AdminService {
     }
 
     async fn undrain(&self, request: Request<pb::WorkerRequest>) -> Result<Response<pb::AdminReply>, Status> {
-        let caller = self.authorizer.admin(&request, "undrain", Access::Write)?;
+        let caller = self.authorizer.undrain(&request, &request.get_ref().worker)?;
         let worker = self.known_worker(&request.into_inner().worker)?;
         tracing::info!(%caller, %worker, "admin call: undrain");
         self.with_state(|state| {

@@ -130,6 +130,9 @@ impl Chaos {
                 }
                 FaultAction::LoseNode if nodes < 2 => "lose-node needs sim.nodes ≥ 2",
                 FaultAction::UndrainWorker => "undrain-worker follows each drain-worker by itself",
+                FaultAction::RollingRestart => {
+                    "rolling-restart restarts every worker and waits for each: not a fault to draw"
+                }
                 _ => continue,
             };
             return invalid(&format!("actions[{i}]"), reason.into());
@@ -188,7 +191,7 @@ impl Chaos {
                     FaultAction::AddWorker => state.running.len() < max_workers,
                     FaultAction::KillLeader => state.coordinators >= 2,
                     FaultAction::LoseNode => state.nodes.len() > 2,
-                    FaultAction::UndrainWorker => false,
+                    FaultAction::UndrainWorker | FaultAction::RollingRestart => false,
                     FaultAction::ApiFaults | FaultAction::RestartEtcd => true,
                 })
                 .collect();
@@ -232,7 +235,7 @@ impl Chaos {
                         let node = state.nodes.remove(draw.below(state.nodes.len()));
                         fault.node = Some(node);
                     }
-                    FaultAction::UndrainWorker => {}
+                    FaultAction::UndrainWorker | FaultAction::RollingRestart => {}
                 }
                 faults.push(fault);
             }
@@ -302,6 +305,7 @@ mod tests {
                     drained = Some(worker);
                 }
                 FaultAction::UndrainWorker => assert_eq!(drained.take(), Some(worker)),
+                FaultAction::RollingRestart => panic!("chaos drew a rolling-restart: {f:?}"),
                 FaultAction::AddWorker => {
                     running.push(format!("w-{started}"));
                     started += 1;

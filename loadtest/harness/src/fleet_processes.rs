@@ -20,6 +20,8 @@ use tokio::process::{Child, Command};
 pub struct FleetProcesses {
     /// Every coordinator's address, in the order started.
     pub admin_urls: Vec<String>,
+    /// Every coordinator's `/metrics` address, in the same order.
+    pub coordinator_metrics: Vec<SocketAddr>,
     pub coordinators: Vec<Child>,
     pub workers: Vec<(String, Child)>,
     pub log_dir: PathBuf,
@@ -27,6 +29,8 @@ pub struct FleetProcesses {
     launch: WorkerLaunch,
     /// How the harness itself reaches the admin API.
     admin_transport: ClientTransport,
+    /// Each worker's `/metrics`, `/readyz` and `/livez` address, as its latest process serves them.
+    health_addrs: parking_lot::Mutex<std::collections::BTreeMap<String, SocketAddr>>,
 }
 
 /// How the fleet's workers are started, kept to start more (a join, a restart).
@@ -126,15 +130,17 @@ pub async fn start(
         None => ClientTransport::Insecure,
     };
     let mut admin_urls = Vec::new();
+    let mut coordinator_metrics = Vec::new();
     let mut coordinators = Vec::new();
     for i in 0..layout.coordinators.max(1) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let listen = format!("127.0.0.1:{port}");
+        let metrics: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
         let id = format!("coordinator-{i}");
         let child = Command::new(&coordinator_bin)
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", "127.0.0.1:0"])
+            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", &metrics.to_string()])
             .args(["--shards", &shards])
             .args(&transport_flags)
             .args(&layout.common_flags)
@@ -148,23 +154,24 @@ pub async fn start(
             .spawn()
             .context("starting fleet-coordinator")?;
         admin_urls.push(format!("{scheme}://{listen}"));
+        coordinator_metrics.push(metrics);
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
-    flags.extend(
-        ["--metrics-addr", "127.0.0.1:0", "--shards", &shards, "--lease-duration", &layout.worker_lease]
-            .map(String::from),
-    );
+    // `--metrics-addr` is each worker's own (`spawn_worker`), so that its /readyz can be asked.
+    flags.extend(["--shards", &shards, "--lease-duration", &layout.worker_lease].map(String::from));
     flags.extend(layout.common_flags.iter().cloned());
     flags.extend(layout.worker_flags.iter().cloned());
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };
     let mut fleet = FleetProcesses {
         admin_urls,
+        coordinator_metrics,
         admin_transport,
         coordinators,
         workers: Vec::new(),
         log_dir: log_dir.to_path_buf(),
         launch,
+        health_addrs: Default::default(),
     };
     for i in 0..layout.workers {
         let id = format!("w-{i}");
@@ -225,6 +232,20 @@ pub async fn wait_standalone_ready(
     Ok(())
 }
 
+/// The body of a `GET path` on an HTTP endpoint of ours (a coordinator's `/metrics`), when it
+/// answers 200.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response)).await.ok()?.ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
 /// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.
 pub async fn http_ok(addr: SocketAddr, path: &str) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -238,17 +259,20 @@ pub async fn http_ok(addr: SocketAddr, path: &str) -> bool {
 }
 
 impl FleetProcesses {
-    /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`.
+    /// Starts a worker `id` with the fleet's flags, logging to (the end of) `<id>.log`, its
+    /// health endpoints on a free port of their own ([`Self::wait_worker_ready`]).
     pub fn spawn_worker(&self, id: &str) -> anyhow::Result<Child> {
         let launch = &self.launch;
         let transport_flags = match &launch.pki {
             Some(pki) => pki.worker_flags(id)?,
             None => vec!["--insecure".to_string()],
         };
+        let health: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        self.health_addrs.lock().insert(id.to_string(), health);
         Command::new(&launch.binary)
             .arg("--kubeconfig")
             .arg(&launch.kubeconfig)
-            .args(["--worker-id", id])
+            .args(["--worker-id", id, "--metrics-addr", &health.to_string()])
             .args(&transport_flags)
             .args(&launch.flags)
             .stdout(Stdio::null())
@@ -259,6 +283,29 @@ impl FleetProcesses {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting fleet-worker {id}"))
+    }
+
+    /// Waits until worker `id`'s latest process answers `/readyz` with 200 — what a
+    /// StatefulSet's readiness probe would gate a rolling update on — failing when it exits or
+    /// `timeout` passes. Answers how long it took.
+    pub async fn wait_worker_ready(&mut self, id: &str, timeout: Duration) -> anyhow::Result<Duration> {
+        let started = tokio::time::Instant::now();
+        let addr = self.health_addrs.lock().get(id).copied().with_context(|| format!("no worker {id}"))?;
+        let log = self.log_dir.join(format!("{id}.log"));
+        let (_, child) =
+            self.workers.iter_mut().find(|(w, _)| w == id).with_context(|| format!("no worker {id}"))?;
+        while !http_ok(addr, "/readyz").await {
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!("{id} exited ({status}) before it was ready; see {}", log.display());
+            }
+            anyhow::ensure!(
+                started.elapsed() < timeout,
+                "{id} did not answer /readyz with 200 within {timeout:?}; see {}",
+                log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(started.elapsed())
     }
 
     /// The transport flags fleetctl needs for this fleet.
@@ -316,6 +363,13 @@ impl FleetProcesses {
     pub async fn leader_index(&self) -> Option<usize> {
         let leader = self.admin().await?.status(pb::StatusRequest {}).await.ok()?.into_inner().leader;
         leader.strip_prefix("coordinator-")?.parse().ok()
+    }
+
+    /// The leading coordinator's `/metrics` (Prometheus text), and which coordinator it is.
+    pub async fn leader_metrics(&self) -> Option<(usize, String)> {
+        let leader = self.leader_index().await?;
+        let body = http_get(*self.coordinator_metrics.get(leader)?, "/metrics").await?;
+        Some((leader, body))
     }
 
     /// Every shard's epoch (it grows by one per placement), as the leader reports it.

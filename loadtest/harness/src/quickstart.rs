@@ -334,7 +334,7 @@ fn audit(
     let moves = map.map(ShardMap::moves).unwrap_or_default();
     let bounds = Bounds { graceful: GRACEFUL_BOUND, lost: WORKER_LEASE + LEASE_MARGIN + LOSS_SLACK };
     let faults = faults::as_audited(records, started);
-    let (owner_acting, report) =
+    let (owner_acting, report, _) =
         faults::hand_over_audit(events, seen, shards, in_scope, &faults, bounds, end);
     let audits = vec![
         tenure::tenures_never_overlap(events, shards, &moves, in_scope),
@@ -444,7 +444,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
     };
     let records = match &mut controllers {
         Controllers::Fleet(fleet) => {
-            let targets = faults::Targets { fleet, sim: Some(sim), etcd: None };
+            let targets = faults::Targets { fleet, sim: Some(sim), etcd: None, map: None };
             let (_, records, _) = tokio::join!(
                 sending,
                 faults::run(targets, &fault_plan, start, &sampler, on_fault),
@@ -577,6 +577,7 @@ mod tests {
             target: "w-2".into(),
             result: "SIGKILL".into(),
             orphaned_pods: Vec::new(),
+            rollout: None,
         };
         let timeline = vec![
             (0.0, map(&[(0, "w-0"), (1, "w-2"), (2, "w-2")])),

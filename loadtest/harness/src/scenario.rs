@@ -364,6 +364,10 @@ pub enum FaultAction {
     LoseNode,
     /// SIGKILL etcd (the etcd store), and start it again on its data `resume_after` later.
     RestartEtcd,
+    /// Restart every worker, one at a time, in StatefulSet order (the highest ordinal first), as
+    /// `kubectl rollout restart statefulset` does: SIGTERM, wait for the exit, start the same
+    /// id, wait until its `/readyz` answers 200, next.
+    RollingRestart,
 }
 
 impl FaultAction {
@@ -381,13 +385,19 @@ impl FaultAction {
             Self::ApiFaults => "api-faults",
             Self::RestartEtcd => "restart-etcd",
             Self::LoseNode => "lose-node",
+            Self::RollingRestart => "rolling-restart",
         }
     }
 
     fn needs_worker(self) -> bool {
         !matches!(
             self,
-            Self::AddWorker | Self::KillLeader | Self::ApiFaults | Self::RestartEtcd | Self::LoseNode
+            Self::AddWorker
+                | Self::KillLeader
+                | Self::ApiFaults
+                | Self::RestartEtcd
+                | Self::LoseNode
+                | Self::RollingRestart
         )
     }
 }
@@ -504,6 +514,33 @@ pub struct Goals {
     /// second from the workload's start to the last finish.
     #[serde(default)]
     pub pod_lifecycles_per_second: Option<f64>,
+    /// With a `rolling-restart`: the p99 of its hand-over gaps (from the audit log: when a shard
+    /// needed its new owner, after the old owner's last write, until the new owner's first write).
+    #[serde(default)]
+    pub rollout_gap_p99: Option<Span>,
+    /// With a `rolling-restart`: the seconds shards with work had no acting owner over the
+    /// rollout, at most this much per move.
+    #[serde(default)]
+    pub rollout_unowned_per_move: Option<Span>,
+    /// With a `rolling-restart`: its moves (the shards' epochs in the stored map, after − before)
+    /// at most this many times the shards.
+    #[serde(default)]
+    pub rollout_moves_per_shard: Option<f64>,
+    /// With a `rolling-restart`: the p99 of creation → finished of the Jobs alive during the
+    /// rollout, at most this many times that of the Jobs that lived wholly before it (the
+    /// baseline, from 5 s after the workload's start).
+    #[serde(default)]
+    pub rollout_finished_p99_ratio: Option<f64>,
+}
+
+impl Goals {
+    /// Whether a goal needs a `rolling-restart` to measure.
+    fn needs_rollout(&self) -> bool {
+        self.rollout_gap_p99.is_some()
+            || self.rollout_unowned_per_move.is_some()
+            || self.rollout_moves_per_shard.is_some()
+            || self.rollout_finished_p99_ratio.is_some()
+    }
 }
 
 /// Where `loadtest run NAME` looks for NAME.yaml.
@@ -639,6 +676,16 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
                 );
             }
         }
+    }
+    let rollouts = scenario.faults.iter().filter(|f| f.action == FaultAction::RollingRestart).count();
+    if rollouts > 1 {
+        return invalid("faults".into(), "at most one rolling-restart: its goals measure one rollout");
+    }
+    if scenario.goals.needs_rollout() && rollouts == 0 {
+        return invalid(
+            "goals".into(),
+            "the rollout_* goals measure a rolling-restart; the faults have none",
+        );
     }
     if let Some(scaling) = &scenario.scaling {
         check_scaling(&scenario, scaling)?;

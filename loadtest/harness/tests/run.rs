@@ -1,7 +1,7 @@
 //! `loadtest run` as a user runs it: a short worker-churn scenario end to end (the sim, a
 //! coordinator and workers as processes; a worker added, one killed, one paused past its lease)
-//! whose report passes every audit and goal; and a bad scenario file, refused with exit 2 and
-//! the bad field named.
+//! whose report passes every audit and goal; `rolling-upgrade` itself at a size for CI; and a bad
+//! scenario file, refused with exit 2 and the bad field named.
 
 use std::path::Path;
 use std::process::Output;
@@ -152,6 +152,113 @@ async fn a_short_worker_churn_passes_every_audit_and_reports_it() {
     assert!(!stdout.contains(" INFO "), "no log line on the terminal: {shown}");
 }
 
+/// The report's failed audits and goals, and its JSON.
+fn report_of(out: &Path, shown: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {shown}")),
+    )
+    .expect("JSON");
+    let failed = ["audits", "goals"]
+        .iter()
+        .flat_map(|k| report[*k].as_array().into_iter().flatten())
+        .filter(|o| o["passed"] != true)
+        .cloned()
+        .collect();
+    (report, failed)
+}
+
+/// `rolling-upgrade.yaml` at CI's size: 16 shards and a shorter workload, with its goals; the
+/// test gives `--workers 4` for the file's 8.
+const SHORT_ROLLING_UPGRADE: &str = r#"
+description: a short rolling upgrade
+duration: 35s
+settle: 90s
+fleet: {workers: 8, shards: 16, kube_api_qps: 50, kube_api_burst: 100, cron_clock_speed: 6}
+workload:
+  namespaces: 16
+  jobs:
+    - {name: work, count: 105, rate: 3, completions: 2, parallelism: 2, pod: {run: 500ms}}
+    - {name: idx, count: 6, rate: 0.2, indexed: true, completions: 4, parallelism: 2, pod: {run: 300ms}}
+  cronjobs:
+    - {name: tick, schedule: "* * * * *", namespaces: 4, pod: {run: 100ms}}
+faults:
+  - {at: 15s, action: rolling-restart}
+goals:
+  first_pod_p99: 10s
+  finished_p99: 30s
+  rollout_gap_p99: 250ms
+  rollout_unowned_per_move: 250ms
+  rollout_moves_per_shard: 2.2
+  rollout_finished_p99_ratio: 1.5
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_upgrade_restarts_every_worker_gracefully_in_statefulset_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("short-rolling-upgrade.yaml");
+    std::fs::write(&scenario, SHORT_ROLLING_UPGRADE).expect("scenario written");
+    let out = dir.path().join("out");
+    let output = loadtest_run(&[
+        scenario.as_os_str(),
+        "--workers".as_ref(),
+        "4".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ])
+    .await;
+    let shown = text(&output);
+    let (report, failed) = report_of(&out, &shown);
+    assert!(failed.is_empty(), "failed: {failed:#?}\nviolations: {:#}\n{shown}", report["violations"]);
+    assert!(output.status.success(), "every audit and goal passed, so exit 0: {shown}");
+    let goals: Vec<&str> =
+        report["goals"].as_array().expect("goals").iter().filter_map(|g| g["name"].as_str()).collect();
+    for name in [
+        "rollout-completed",
+        "rollout-moves-graceful",
+        "rollout-hand-over-gap-p99",
+        "rollout-unowned-seconds",
+        "rollout-moves",
+        "rollout-finished-p99-ratio",
+    ] {
+        assert!(goals.contains(&name), "{name} missing from {goals:?}");
+    }
+    let audits: Vec<&str> =
+        report["audits"].as_array().expect("audits").iter().filter_map(|a| a["name"].as_str()).collect();
+    for name in ["shard-tenures-never-overlap", "jobs-finish-as-upstream", "cron-times-run-once"] {
+        assert!(audits.contains(&name), "{name} missing from {audits:?}");
+    }
+    // Every worker once, from the highest ordinal down, each leaving nothing behind in the map.
+    let rollout = &report["rollout"];
+    let order: Vec<&str> =
+        rollout["steps"].as_array().expect("steps").iter().filter_map(|s| s["worker"].as_str()).collect();
+    assert_eq!(order, ["w-3", "w-2", "w-1", "w-0"], "{rollout:#}");
+    for step in rollout["steps"].as_array().into_iter().flatten() {
+        assert_eq!(step["owned_at_exit"], serde_json::json!([]), "{step:#}");
+        assert!(step["ready_after_seconds"].as_f64().is_some(), "{step:#}");
+    }
+    assert_eq!(rollout["left_draining"], serde_json::json!([]), "{rollout:#}");
+    // Each worker's shards left it and came back: at least one move per shard, from the map.
+    let (moves, shards) =
+        (rollout["moves"].as_u64().expect("moves"), rollout["shards"].as_u64().expect("shards"));
+    assert!(moves >= shards, "{rollout:#}");
+    assert!(rollout["gap_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");
+    assert!(rollout["baseline_finished_seconds"]["count"].as_u64() > Some(0), "{rollout:#}");
+    // The leader's own view, scraped from its /metrics: every move it finished was a hand-over.
+    let leader = &rollout["leader"];
+    assert_eq!(leader["moves"]["unowned"], 0, "{rollout:#}");
+    assert!(leader["moves"]["done"].as_u64() >= Some(shards), "{rollout:#}");
+    assert!(leader["gaps"].as_u64() > Some(0), "{rollout:#}");
+    // The restarted processes were measured beside the first ones.
+    let processes: Vec<&str> = report["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let restarted: Vec<&&str> = processes.iter().filter(|p| p.contains("(restart ")).collect();
+    assert_eq!(restarted.len(), 4, "{processes:?}\n{shown}");
+}
+
 #[tokio::test]
 async fn a_bad_scenario_file_exits_2_naming_the_field() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -164,6 +271,10 @@ async fn a_bad_scenario_file_exits_2_naming_the_field() {
         (
             "duration: 10s\nworkload: {}\nfaults:\n  - {at: 1s, action: pause-worker, worker: w-0}\n",
             "faults[0].resume_after: set for pause-worker and restart-etcd",
+        ),
+        (
+            "duration: 10s\nworkload: {}\ngoals: {rollout_moves_per_shard: 2}\n",
+            "goals: the rollout_* goals measure a rolling-restart; the faults have none",
         ),
     ];
     for (i, (yaml, named)) in cases.iter().enumerate() {

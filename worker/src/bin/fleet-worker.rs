@@ -301,7 +301,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         transport: flags.transport.clone(),
         max_message_size: flags.max_message_size,
     };
-    tokio::spawn(session::run(
+    let sessions = tokio::spawn(session::run(
         config,
         worker.runtime.clone(),
         protocol_client,
@@ -317,7 +317,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         }
         _ = terminated() => {
             tracing::info!("asked to stop: draining first");
-            ask_to_drain(&flags.coordinators, &flags.transport, &worker_id).await;
+            ask_coordinator(&flags.coordinators, &flags.transport, &worker_id, OwnDrain::Start).await;
             if tokio::time::timeout(flags.drain_timeout, drained.wait_for(|d| *d)).await.is_err() {
                 tracing::warn!(timeout = ?flags.drain_timeout, "not drained in time; stopping every shard");
             }
@@ -327,6 +327,15 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     lease::fence(&worker.runtime);
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), lease).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), sessions).await;
+    // A drain lasts as long as the drained process. The coordinator sees this one end when a
+    // lease listing (every 200 ms) finds its record gone, and the next process under this id (a
+    // StatefulSet's next pod) may create the record again before any listing did: the drain
+    // would then outlive the process, and the new one would get no shard. So once its session
+    // and lease are gone, a drained process ends its own drain.
+    if *drained.borrow() {
+        ask_coordinator(&flags.coordinators, &flags.transport, &worker_id, OwnDrain::End).await;
+    }
     Ok(code)
 }
 
@@ -343,7 +352,15 @@ fn spawn_lease<S: batchfleet_store::CoordinationStore + 'static>(
 }
 
 /// Asks whichever coordinator leads to drain this worker.
-async fn ask_to_drain(coordinators: &[String], transport: &ClientTransport, worker: &str) {
+/// What a worker asks about its own drain: to be drained (on SIGTERM), or, drained and exiting,
+/// that its drain end with it.
+#[derive(Debug, Clone, Copy)]
+enum OwnDrain {
+    Start,
+    End,
+}
+
+async fn ask_coordinator(coordinators: &[String], transport: &ClientTransport, worker: &str, ask: OwnDrain) {
     use batchfleet_proto::v1::fleet_admin_client::FleetAdminClient;
     for url in coordinators {
         let Ok(endpoint) = tonic::transport::Endpoint::from_shared(url.clone()) else { continue };
@@ -353,12 +370,19 @@ async fn ask_to_drain(coordinators: &[String], transport: &ClientTransport, work
             continue;
         };
         let request = batchfleet_proto::v1::WorkerRequest { worker: worker.to_string() };
-        match FleetAdminClient::new(channel).drain(request).await {
+        let mut rpc = FleetAdminClient::new(channel);
+        let answer = match ask {
+            OwnDrain::Start => rpc.drain(request).await,
+            OwnDrain::End => rpc.undrain(request).await,
+        };
+        match answer {
             Ok(_) => return,
-            Err(e) => tracing::debug!(coordinator = %url, error = %e, "drain request refused"),
+            Err(e) => {
+                tracing::debug!(coordinator = %url, error = %e, ?ask, "request about the own drain refused")
+            }
         }
     }
-    tracing::warn!("no coordinator accepted the drain request");
+    tracing::warn!(?ask, "no coordinator accepted the request about the worker's own drain");
 }
 
 async fn terminated() {

@@ -14,6 +14,8 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::report::{HandOverReport, Percentiles, seconds};
+use super::rollout::RolloutRecord;
+use super::stored_map::StoredMap;
 use crate::fleet_processes::{EtcdProcess, FleetProcesses};
 use crate::proc_stat::UsageSampler;
 use crate::scenario::{Fault, FaultAction};
@@ -30,6 +32,9 @@ pub struct FaultRecord {
     /// For `lose-node`: the pods bound to the node when it was deleted (`namespace/name`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub orphaned_pods: Vec<String>,
+    /// For `rolling-restart`: what each step did (the report's `rollout` holds it).
+    #[serde(skip)]
+    pub rollout: Option<RolloutRecord>,
 }
 
 /// What faults act on.
@@ -38,12 +43,14 @@ pub struct Targets<'a> {
     /// The sim, when the harness started it (`api-faults` need it).
     pub sim: Option<&'a SimCluster>,
     pub etcd: Option<&'a mut EtcdProcess>,
+    /// The coordination store's shard map (`rolling-restart` judges its moves by it).
+    pub map: Option<&'a StoredMap>,
 }
 
 /// How long a SIGTERMed worker may take to be drained and exit (its `--drain-timeout` is 60 s).
 const EXIT_WITHIN: Duration = Duration::from_secs(90);
 
-fn signal(pid: Option<u32>, signal: &str) -> anyhow::Result<()> {
+pub(super) fn signal(pid: Option<u32>, signal: &str) -> anyhow::Result<()> {
     let pid = pid.context("the process has exited")?;
     let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status()?;
     anyhow::ensure!(status.success(), "kill {signal} {pid} failed");
@@ -73,8 +80,16 @@ pub async fn run(
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().or(fault.node.clone()).unwrap_or_default();
         let mut orphaned_pods = Vec::new();
-        let result =
-            apply(&mut targets, fault, sampler, &mut restarts, &mut pauses, &mut orphaned_pods).await;
+        let mut rollout = None;
+        let result = apply(
+            &mut targets,
+            fault,
+            sampler,
+            &mut restarts,
+            &mut pauses,
+            Outputs { orphaned_pods: &mut orphaned_pods, rollout: &mut rollout },
+        )
+        .await;
         let record = FaultRecord {
             due_seconds: fault.at.0.as_secs_f64(),
             applied_seconds: applied,
@@ -85,6 +100,7 @@ pub async fn run(
                 Err(e) => format!("failed: {e:#}"),
             },
             orphaned_pods,
+            rollout,
         };
         tracing::info!(?record, "fault");
         on_applied(&record);
@@ -96,13 +112,19 @@ pub async fn run(
     records
 }
 
+/// What a fault records beside its result line.
+struct Outputs<'a> {
+    orphaned_pods: &'a mut Vec<String>,
+    rollout: &'a mut Option<RolloutRecord>,
+}
+
 async fn apply(
     targets: &mut Targets<'_>,
     fault: &Fault,
     sampler: &UsageSampler,
     restarts: &mut usize,
     pauses: &mut Vec<tokio::task::JoinHandle<()>>,
-    orphaned_pods: &mut Vec<String>,
+    outputs: Outputs<'_>,
 ) -> anyhow::Result<String> {
     let worker = fault.worker.as_deref().unwrap_or_default();
     let fleet = &mut *targets.fleet;
@@ -182,8 +204,22 @@ async fn apply(
         FaultAction::LoseNode => {
             let node = fault.node.as_deref().context("lose-node names no node")?;
             let sim = targets.sim.context("lose-node needs the sim the harness starts")?;
-            *orphaned_pods = lose_node(sim, node).await?;
-            Ok(format!("deleted with {} pods bound to it", orphaned_pods.len()))
+            *outputs.orphaned_pods = lose_node(sim, node).await?;
+            Ok(format!("deleted with {} pods bound to it", outputs.orphaned_pods.len()))
+        }
+        FaultAction::RollingRestart => {
+            let map = targets.map.context("rolling-restart reads the stored shard map, and none is open")?;
+            let rollout = super::rollout::run(fleet, map, sampler, restarts).await?;
+            let ready = rollout.steps.iter().filter(|s| s.ready_after_seconds.is_some()).count();
+            let took = rollout.ended.duration_since(rollout.started).as_secs_f64();
+            let line = format!(
+                "{ready} of {} workers restarted and ready, {} moves, {took:.1}s{}",
+                rollout.steps.len(),
+                rollout.moves,
+                if rollout.completed { "" } else { "; not completed" }
+            );
+            *outputs.rollout = Some(rollout);
+            Ok(line)
         }
         FaultAction::KillLeader => {
             let leader = fleet.leader_index().await.context("no coordinator leads")?;
@@ -245,7 +281,7 @@ pub fn hand_over_audit(
     faults: &[FaultAt],
     bounds: Bounds,
     end: Timestamp,
-) -> (Outcome, HandOverReport) {
+) -> (Outcome, HandOverReport, Vec<handover::HandOver>) {
     let activity = handover::activity(events, seen, shards, end, in_scope);
     let hand_overs = handover::hand_overs(&activity, faults, bounds, end);
     let (gaps, unowned) = handover::gaps_and_unowned(&hand_overs);
@@ -255,7 +291,7 @@ pub fn hand_over_audit(
         gap_seconds: Percentiles::of(&gaps),
         unowned_seconds: seconds(Duration::from_secs_f64(unowned)),
     };
-    (handover::owner_acting_within_bound(&hand_overs, bounds), report)
+    (handover::owner_acting_within_bound(&hand_overs, bounds), report, hand_overs)
 }
 
 /// How the coordinators the harness starts pace PodGC: upstream's period and quarantine, and
@@ -314,6 +350,7 @@ mod tests {
             target: target.into(),
             result: result.into(),
             orphaned_pods: Vec::new(),
+            rollout: None,
         }
     }
 

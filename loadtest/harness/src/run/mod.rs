@@ -5,10 +5,13 @@
 
 mod expect;
 pub(crate) mod faults;
+mod leader_metrics;
 pub(crate) mod progress;
 mod replay;
 pub(crate) mod report;
+mod rollout;
 mod scaling;
+mod stored_map;
 mod target;
 mod workload;
 
@@ -20,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_audits::cron::{CronClock, CronJobUnderTest};
-use batchfleet_audits::handover::Bounds;
+use batchfleet_audits::handover::{Bounds, HandOver};
 use batchfleet_audits::logs::ExpectedError;
 use batchfleet_audits::objects::{ObjectWatch, ObjectsSeen};
 use batchfleet_audits::{Outcome, api_usage, cron, jobs, logs, objects, podgc, tenure};
@@ -52,14 +55,34 @@ pub struct RunArgs {
     /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
     #[arg(long)]
     pub replay: bool,
+    /// Start this many workers (w-0 … w-<N-1>) instead of the scenario's `fleet.workers`.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
-    let (name, scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    let (name, mut scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
     if args.replay && scenario.scaling.is_some() {
         return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
+    }
+    if let Some(workers) = args.workers {
+        if scenario.scaling.is_some() || scenario.fleet.standalone {
+            return Err(format!(
+                "{}: --workers sizes a fleet of workers; this scenario runs {}",
+                args.scenario,
+                if scenario.fleet.standalone {
+                    "one standalone worker"
+                } else {
+                    "the sizes in scaling.workers"
+                }
+            ));
+        }
+        if workers == 0 {
+            return Err("--workers: a fleet needs at least one worker".into());
+        }
+        scenario.fleet.workers = workers;
     }
     let scenario = target::fit(scenario, &args.target).map_err(|e| format!("{}: {e}", args.scenario))?;
     Ok((name, scenario))
@@ -264,8 +287,9 @@ fn hand_over_bounds(scenario: &Scenario) -> Bounds {
     Bounds { graceful: Duration::from_secs(5), lost: lease + fleet.lease_margin.0 + Duration::from_secs(10) }
 }
 
-/// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs.
-fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
+/// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs (in sum,
+/// and each).
+fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport, Vec<HandOver>) {
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
@@ -294,7 +318,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
         logs::no_errors_logged(o.log_files.iter().map(|(n, p)| (n.as_str(), p.as_path())), &expected_errors)
     };
     let loses_nodes = scenario.faults.iter().any(|f| f.action == FaultAction::LoseNode);
-    let (owner_acting, hand_overs) = match o.events {
+    let (owner_acting, hand_overs, each_hand_over) = match o.events {
         Some(events) => faults::hand_over_audit(
             events,
             o.seen,
@@ -311,6 +335,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
                 TENURES_NEED_THE_AUDIT_LOG,
             ),
             HandOverReport::default(),
+            Vec::new(),
         ),
     };
     let mut audits = vec![
@@ -346,7 +371,7 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
         let (from, to) = o.cron_window;
         audits.push(cron::every_time_ran_once(o.seen, o.cronjobs, from, to));
     }
-    (audits, ttl.lags, hand_overs)
+    (audits, ttl.lags, hand_overs, each_hand_over)
 }
 
 /// The etcd store's process, when the harness starts the fleet on it.
@@ -429,6 +454,11 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         Some(etcd) => vec!["--store".into(), "etcd".into(), "--etcd-endpoints".into(), etcd.endpoint.clone()],
         None => Vec::new(),
     };
+    let stored_map = if target.fleet == FleetChoice::Scenario && !scenario.fleet.standalone {
+        Some(stored_map::StoredMap::open(&client, etcd.as_ref().map(|e| e.endpoint.as_str())).await?)
+    } else {
+        None
+    };
     let clock = CronClock::starting_now(scenario.fleet.cron_clock_speed);
     println!("scenario {name}: {}", scenario.description);
     let mut controllers = if target.fleet == FleetChoice::None {
@@ -473,7 +503,12 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
             let (_, records, _) = tokio::join!(
                 generate,
                 faults::run(
-                    faults::Targets { fleet, sim: cluster.sim.as_ref(), etcd: etcd.as_mut() },
+                    faults::Targets {
+                        fleet,
+                        sim: cluster.sim.as_ref(),
+                        etcd: etcd.as_mut(),
+                        map: stored_map.as_ref(),
+                    },
                     &scenario.faults,
                     start,
                     &sampler,
@@ -538,7 +573,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     }
 
     let create_errors = sent.errors.lock().clone();
-    let (audits, ttl_lags, hand_overs) = audit(&Observed {
+    let (audits, ttl_lags, hand_overs, each_hand_over) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
         events: events.as_deref(),
@@ -581,7 +616,30 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         .collect();
     let throughput = report::Throughput::of(&seen.pods_finished, &finished_jobs, work_started);
     let processes = report::processes(&usage);
-    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
+    let mut goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
+    let rollout = fault_records.iter().find_map(|f| f.rollout.as_ref()).map(|record| {
+        let finished = seen.jobs.values().filter_map(|j| {
+            let created = *created_at.get(&(j.namespace.clone(), j.name.clone()))?;
+            Some((created, j.finished.as_ref()?.seen))
+        });
+        let latencies = rollout::FinishedLatencies::split(finished, work_started, record);
+        let (report, outcomes) = rollout::goals(&scenario.goals, record, &each_hand_over, &latencies);
+        goals.extend(outcomes);
+        report
+    });
+    if rollout.is_none() && scenario.faults.iter().any(|f| f.action == FaultAction::RollingRestart) {
+        goals.push(Outcome::from_violations(
+            "rollout-completed",
+            "every worker restarted and ready, then the stored shard map settled, nobody draining",
+            1,
+            "rollouts",
+            fault_records
+                .iter()
+                .filter(|f| f.action == FaultAction::RollingRestart.name())
+                .map(|f| f.result.clone())
+                .collect(),
+        ));
+    }
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
     let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {
@@ -637,6 +695,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         cron_skew_seconds: cron_skew,
         throughput,
         hand_overs,
+        rollout,
         chaos: scenario
             .chaos
             .as_ref()

@@ -231,6 +231,9 @@ pub struct Report {
     pub cron_skew_seconds: Percentiles,
     pub throughput: Throughput,
     pub hand_overs: HandOverReport,
+    /// A `rolling-restart`'s steps and figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<super::rollout::RolloutReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chaos: Option<ChaosPlan>,
     pub faults: Vec<FaultRecord>,
@@ -450,6 +453,23 @@ pub fn summary(report: &Report) -> String {
         "hand-overs: {}; gap p50 {:.2} s, p99 {:.2} s, max {:.2} s; unowned with work {:.1} s in all",
         h.count, h.gap_seconds.p50, h.gap_seconds.p99, h.gap_seconds.max, h.unowned_seconds
     );
+    if let Some(r) = &report.rollout {
+        let took = r.record.ended.duration_since(r.record.started).as_secs_f64();
+        let _ = writeln!(
+            s,
+            "rollout: {} workers in {took:.1} s, {} moves over {} shards; {} hand-overs, gap p50 {:.3} s, \
+             p99 {:.3} s; unowned with work {:.3} s; Jobs finished p99 {:.2} s during, {:.2} s before",
+            r.record.steps.len(),
+            r.record.moves,
+            r.record.shards,
+            r.hand_overs,
+            r.gap_seconds.p50,
+            r.gap_seconds.p99,
+            r.unowned_seconds,
+            r.rollout_finished_seconds.p99,
+            r.baseline_finished_seconds.p99
+        );
+    }
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {
         let _ = writeln!(s, "  {:<32} {:>6.1} {:>8.1}", p.name, p.cpu_seconds, p.peak_rss_mib);
