@@ -87,7 +87,15 @@ impl FleetState {
 }
 
 fn at(t: Duration, action: FaultAction) -> Fault {
-    Fault { at: Span(t), action, worker: None, resume_after: None, api: None, node: None }
+    Fault {
+        at: Span(t),
+        action,
+        worker: None,
+        resume_after: None,
+        restart_after: None,
+        api: None,
+        node: None,
+    }
 }
 
 /// The API faults a chaos step sets (cleared at the step's middle): conflicts, throttling and

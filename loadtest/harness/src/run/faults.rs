@@ -38,6 +38,8 @@ pub struct Targets<'a> {
     /// The sim, when the harness started it (`api-faults` need it).
     pub sim: Option<&'a SimCluster>,
     pub etcd: Option<&'a mut EtcdProcess>,
+    /// With `crash_recovery`: each kill-worker probes the victim's shards.
+    pub probes: Option<&'a mut super::recovery::Probes>,
 }
 
 /// How long a SIGTERMed worker may take to be drained and exit (its `--drain-timeout` is 60 s).
@@ -68,7 +70,16 @@ pub async fn run(
     let mut records = Vec::new();
     let mut restarts = 0;
     let mut pauses: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    // Killed workers to start again (`restart_after`): when, since the start, and which.
+    let mut starts_due: Vec<(Duration, String)> = Vec::new();
     for fault in faults {
+        for record in
+            start_due_workers(&mut targets, &mut starts_due, Some(fault.at.0), start, sampler, &mut restarts)
+                .await
+        {
+            on_applied(&record);
+            records.push(record);
+        }
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().or(fault.node.clone()).unwrap_or_default();
@@ -86,7 +97,15 @@ pub async fn run(
             },
             orphaned_pods,
         };
+        if let (Some(after), false) = (fault.restart_after, record.result.starts_with("failed")) {
+            starts_due.push((Duration::from_secs_f64(applied) + after.0, record.target.clone()));
+        }
         tracing::info!(?record, "fault");
+        on_applied(&record);
+        records.push(record);
+    }
+    for record in start_due_workers(&mut targets, &mut starts_due, None, start, sampler, &mut restarts).await
+    {
         on_applied(&record);
         records.push(record);
     }
@@ -94,6 +113,58 @@ pub async fn run(
         let _ = pause.await;
     }
     records
+}
+
+/// Starts again, each at its time, the killed workers due before `before` (all of them when
+/// `None`), as a StatefulSet recreates a pod under its name; answers what each start did.
+async fn start_due_workers(
+    targets: &mut Targets<'_>,
+    due: &mut Vec<(Duration, String)>,
+    before: Option<Duration>,
+    start: Instant,
+    sampler: &UsageSampler,
+    restarts: &mut usize,
+) -> Vec<FaultRecord> {
+    due.sort();
+    let mut records = Vec::new();
+    while let Some((at, _)) = due.first()
+        && before.is_none_or(|b| *at <= b)
+    {
+        let (at, worker) = due.remove(0);
+        tokio::time::sleep_until(start + at).await;
+        let applied = start.elapsed().as_secs_f64();
+        let result = start_again(targets.fleet, &worker, sampler, restarts);
+        let record = FaultRecord {
+            due_seconds: at.as_secs_f64(),
+            applied_seconds: applied,
+            action: "start-worker".into(),
+            target: worker,
+            result: match result {
+                Ok(what) => what,
+                Err(e) => format!("failed: {e:#}"),
+            },
+            orphaned_pods: Vec::new(),
+        };
+        tracing::info!(?record, "fault");
+        records.push(record);
+    }
+    records
+}
+
+/// Starts the exited worker `id` again under its id.
+fn start_again(
+    fleet: &mut FleetProcesses,
+    id: &str,
+    sampler: &UsageSampler,
+    restarts: &mut usize,
+) -> anyhow::Result<String> {
+    let i = worker_index(fleet, id)?;
+    anyhow::ensure!(fleet.workers[i].1.try_wait()?.is_some(), "{id} is still running");
+    let child = fleet.spawn_worker(id)?;
+    *restarts += 1;
+    sampler.register(&format!("{id} (restart {restarts})"), child.id());
+    fleet.workers[i].1 = child;
+    Ok("started again".into())
 }
 
 async fn apply(
@@ -108,6 +179,9 @@ async fn apply(
     let fleet = &mut *targets.fleet;
     match fault.action {
         FaultAction::KillWorker => {
+            if let Some(probes) = targets.probes.as_deref_mut() {
+                return probes.kill_and_probe(fleet, worker).await;
+            }
             let i = worker_index(fleet, worker)?;
             fleet.workers[i].1.start_kill()?;
             fleet.workers[i].1.wait().await?;

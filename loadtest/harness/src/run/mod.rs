@@ -5,7 +5,9 @@
 
 mod expect;
 pub(crate) mod faults;
+mod lease_lapses;
 pub(crate) mod progress;
+mod recovery;
 mod replay;
 pub(crate) mod report;
 mod scaling;
@@ -52,12 +54,19 @@ pub struct RunArgs {
     /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
     #[arg(long)]
     pub replay: bool,
+    /// Run the fleet on this coordination store, whatever the scenario's `fleet.store` says.
+    #[arg(long, value_enum)]
+    pub store: Option<Store>,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
-    let (name, scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    let (name, mut scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    if let Some(store) = args.store {
+        scenario =
+            crate::scenario::on_store(scenario, store).map_err(|e| format!("{}: {e}", args.scenario))?;
+    }
     if args.replay && scenario.scaling.is_some() {
         return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
     }
@@ -213,7 +222,9 @@ struct Observed<'a> {
     /// The sim's audit log; `None` against a cluster through a kubeconfig, where the audits
     /// come from the watches alone.
     events: Option<&'a [AuditEvent]>,
+    /// The workload's namespaces and the probes' (`crash_recovery`).
     namespaces: &'a [String],
+    probe_namespaces: &'a [String],
     /// Per shard, its changes of owner (epoch − 1).
     moves: &'a BTreeMap<u32, u64>,
     cronjobs: &'a [CronJobUnderTest],
@@ -326,9 +337,14 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
+            let probe = match &scenario.crash_recovery {
+                Some(spec) if o.probe_namespaces.contains(&j.namespace) => Some(recovery::probe_shape(spec)),
+                _ => None,
+            };
             // A lost node's pods count as failed where they ran: the Jobs replace them, and
             // their failed counts depend on what ran there.
-            expect::shape_of(&scenario.workload, j)
+            probe
+                .or_else(|| expect::shape_of(&scenario.workload, j))
                 .map(|s| s.expected())
                 .map(|e| if loses_nodes { jobs::ExpectedStatus { failed: None, ..e } } else { e })
         }),
@@ -423,6 +439,14 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let label = (RUN_LABEL, run_label.as_str());
     let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
     workload::create_namespaces(&client, &namespaces).await?;
+    // One namespace per shard for `crash_recovery`'s probes, made before anything is killed.
+    let probe_namespaces = match &scenario.crash_recovery {
+        Some(_) => recovery::probe_namespaces(&scenario.workload.namespace_prefix, scenario.fleet.shards)?,
+        None => BTreeMap::new(),
+    };
+    let probe_namespace_list: Vec<String> = probe_namespaces.values().cloned().collect();
+    workload::create_namespaces(&client, &probe_namespace_list).await?;
+    let audited_namespaces: Vec<String> = namespaces.iter().chain(&probe_namespace_list).cloned().collect();
 
     let mut etcd = start_store(&scenario, target.fleet, out, &logs_dir, &sampler).await?;
     let store_flags = match &etcd {
@@ -468,12 +492,21 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         label,
         sent.clone(),
     );
+    let mut probes = scenario
+        .crash_recovery
+        .as_ref()
+        .map(|spec| recovery::Probes::new(client.clone(), probe_namespaces.clone(), label, spec));
     let fault_records = match &mut controllers {
         Controllers::Fleet(fleet) => {
             let (_, records, _) = tokio::join!(
                 generate,
                 faults::run(
-                    faults::Targets { fleet, sim: cluster.sim.as_ref(), etcd: etcd.as_mut() },
+                    faults::Targets {
+                        fleet,
+                        sim: cluster.sim.as_ref(),
+                        etcd: etcd.as_mut(),
+                        probes: probes.as_mut()
+                    },
                     &scenario.faults,
                     start,
                     &sampler,
@@ -521,6 +554,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let orphans_left = faults::pods_left(&client, &faults::lost_nodes(&fault_records, work_started)).await;
     let usage = sampler.finish();
     let log_files = controllers.log_files(&logs_dir);
+    let fleet_started = matches!(controllers, Controllers::Fleet(_));
     controllers.stop().await;
     if let Some(mut etcd) = etcd {
         let _ = etcd.child.start_kill();
@@ -534,7 +568,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     };
     if cluster.sim.is_none() {
         // What the run made on a cluster that outlives it goes with the run.
-        workload::delete_namespaces(&client, &namespaces).await;
+        workload::delete_namespaces(&client, &audited_namespaces).await;
     }
 
     let create_errors = sent.errors.lock().clone();
@@ -542,7 +576,8 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         scenario: &scenario,
         seen: &seen,
         events: events.as_deref(),
-        namespaces: &namespaces,
+        namespaces: &audited_namespaces,
+        probe_namespaces: &probe_namespace_list,
         moves: &moves,
         cronjobs: &cronjobs,
         cron_window: (cron_from, cron_to),
@@ -581,7 +616,23 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         .collect();
     let throughput = report::Throughput::of(&seen.pods_finished, &finished_jobs, work_started);
     let processes = report::processes(&usage);
-    let goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
+    let mut goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
+    let mut audits = audits;
+    let recovery = probes.map(|p| recovery::measure(&p.kills, events.as_deref(), &seen, work_started));
+    if let Some(recovery) = &recovery {
+        audits.push(recovery::shards_recovered_audit(recovery));
+        let goal = scenario.goals.recovery_p99.and_then(|g| g.on(scenario.fleet.store));
+        goals.extend(goal.map(|goal| recovery::recovery_goal(goal, recovery)));
+    }
+    let lease_lapses = fleet_started.then(|| {
+        // A paused worker finds its lease lapsed once it runs again, within a lease.
+        let slack = scenario.fleet.worker_lease.0 + Duration::from_secs(5);
+        let pauses = lease_lapses::pause_windows(&scenario.faults, &fault_records, work_started, slack);
+        lease_lapses::count(&log_files, &pauses)
+    });
+    if let (Some(max), Some(lapses)) = (scenario.goals.false_expiries_max, &lease_lapses) {
+        goals.push(lease_lapses::goal(max, lapses));
+    }
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
     let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {
@@ -601,6 +652,12 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let throughput_plot = out.join("throughput.svg");
     let drawn = report::plot_throughput(&throughput_plot, name, &throughput);
     report::record_plot(&mut files, "throughput", &throughput_plot, drawn);
+    if let Some(recovery) = &recovery {
+        let recovery_plot = out.join("recovery-cdf.svg");
+        let goal = scenario.goals.recovery_p99.and_then(|g| g.on(scenario.fleet.store));
+        let drawn = recovery::plot(&recovery_plot, name, recovery, goal);
+        report::record_plot(&mut files, "recovery_cdf", &recovery_plot, drawn);
+    }
     let report = Report {
         scenario: name.to_string(),
         description: scenario.description.clone(),
@@ -637,6 +694,8 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         cron_skew_seconds: cron_skew,
         throughput,
         hand_overs,
+        recovery,
+        lease_lapses,
         chaos: scenario
             .chaos
             .as_ref()

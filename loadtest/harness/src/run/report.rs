@@ -231,6 +231,12 @@ pub struct Report {
     pub cron_skew_seconds: Percentiles,
     pub throughput: Throughput,
     pub hand_overs: HandOverReport,
+    /// With `crash_recovery`: each kill's recovery, and their distribution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<super::recovery::RecoveryReport>,
+    /// The workers' lease lapses, false expiries apart (a fleet the harness started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_lapses: Option<super::lease_lapses::LeaseLapses>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chaos: Option<ChaosPlan>,
     pub faults: Vec<FaultRecord>,
@@ -450,6 +456,16 @@ pub fn summary(report: &Report) -> String {
         "hand-overs: {}; gap p50 {:.2} s, p99 {:.2} s, max {:.2} s; unowned with work {:.1} s in all",
         h.count, h.gap_seconds.p50, h.gap_seconds.p99, h.gap_seconds.max, h.unowned_seconds
     );
+    if let Some(recovery) = &report.recovery {
+        s.push_str(&super::recovery::summary(recovery));
+    }
+    if let Some(l) = &report.lease_lapses {
+        let _ = writeln!(
+            s,
+            "worker lease lapses: {} false expiries, {} during pauses",
+            l.false_expiries, l.during_pauses
+        );
+    }
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
     for p in &report.processes {
         let _ = writeln!(s, "  {:<32} {:>6.1} {:>8.1}", p.name, p.cpu_seconds, p.peak_rss_mib);
