@@ -220,6 +220,10 @@ pub struct RecoveryReport {
     pub shards_recovered_by_victim: usize,
     pub per_kill_seconds: Percentiles,
     pub per_shard_seconds: Percentiles,
+    /// The shards another worker took over, and those the restarted victim took back (from the
+    /// audit log; both empty without one).
+    pub per_shard_by_another_worker_seconds: Percentiles,
+    pub per_shard_by_the_victim_seconds: Percentiles,
     pub per_kill: Vec<KillRecovery>,
 }
 
@@ -298,6 +302,12 @@ pub fn measure(
     let kill_seconds: Vec<f64> = per_kill.iter().filter_map(|k| k.seconds).collect();
     let shards = || per_kill.iter().flat_map(|k| k.per_shard.iter().map(move |s| (k, s)));
     let shard_seconds: Vec<f64> = shards().filter_map(|(_, s)| s.seconds).collect();
+    let by = |victim: bool| -> Vec<f64> {
+        shards()
+            .filter(|(k, s)| s.acted_by.as_ref().is_some_and(|w| (*w == k.worker) == victim))
+            .filter_map(|(_, s)| s.seconds)
+            .collect()
+    };
     RecoveryReport {
         measured_from: if events.is_some() { "audit log" } else { "watches" }.into(),
         kills: per_kill.len(),
@@ -305,11 +315,11 @@ pub fn measure(
         kills_without_shards: per_kill.iter().filter(|k| k.shards == 0).count(),
         shards_probed: shards().count(),
         shards_unrecovered: shards().filter(|(_, s)| s.seconds.is_none()).count(),
-        shards_recovered_by_victim: shards()
-            .filter(|(k, s)| s.acted_by.as_deref() == Some(k.worker.as_str()))
-            .count(),
+        shards_recovered_by_victim: by(true).len(),
         per_kill_seconds: Percentiles::of(&kill_seconds),
         per_shard_seconds: Percentiles::of(&shard_seconds),
+        per_shard_by_another_worker_seconds: Percentiles::of(&by(false)),
+        per_shard_by_the_victim_seconds: Percentiles::of(&by(true)),
         per_kill,
     }
 }
@@ -392,7 +402,7 @@ pub fn summary(report: &RecoveryReport) -> String {
     };
     format!(
         "crash recovery ({}): {} kills, {} measured, {} without shards; {} shards probed, {} unrecovered, \
-         {} taken back by their restarted victim\n{}{}",
+         {} taken back by their restarted victim\n{}{}{}{}",
         report.measured_from,
         report.kills,
         report.kills_measured,
@@ -402,6 +412,8 @@ pub fn summary(report: &RecoveryReport) -> String {
         report.shards_recovered_by_victim,
         row("recovery per kill (s)", &report.per_kill_seconds),
         row("recovery per shard (s)", &report.per_shard_seconds),
+        row("  by another worker", &report.per_shard_by_another_worker_seconds),
+        row("  by the restarted victim", &report.per_shard_by_the_victim_seconds),
     )
 }
 
@@ -494,6 +506,9 @@ mod tests {
         assert_eq!(report.per_kill[1].seconds, None);
         assert_eq!(report.per_kill_seconds.count, 1);
         assert_eq!(report.per_shard_seconds.max, 4.0);
+        assert_eq!(report.per_shard_by_another_worker_seconds.count, 1);
+        assert_eq!(report.per_shard_by_another_worker_seconds.max, 2.5);
+        assert_eq!(report.per_shard_by_the_victim_seconds.max, 4.0);
 
         let audit = shards_recovered_audit(&report);
         assert!(!audit.passed);
