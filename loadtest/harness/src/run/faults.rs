@@ -73,13 +73,10 @@ pub async fn run(
     // Killed workers to start again (`restart_after`): when, since the start, and which.
     let mut starts_due: Vec<(Duration, String)> = Vec::new();
     for fault in faults {
-        for record in
-            start_due_workers(&mut targets, &mut starts_due, Some(fault.at.0), start, sampler, &mut restarts)
-                .await
-        {
-            on_applied(&record);
-            records.push(record);
-        }
+        let until = Some(fault.at.0);
+        let restarted = (&mut records, &on_applied as &dyn Fn(&FaultRecord));
+        start_due_workers(&mut targets, &mut starts_due, until, start, sampler, &mut restarts, restarted)
+            .await;
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().or(fault.node.clone()).unwrap_or_default();
@@ -97,26 +94,28 @@ pub async fn run(
             },
             orphaned_pods,
         };
+        // From the kill's end: with probes, the shard map is read before the SIGKILL.
         if let (Some(after), false) = (fault.restart_after, record.result.starts_with("failed")) {
-            starts_due.push((Duration::from_secs_f64(applied) + after.0, record.target.clone()));
+            starts_due.push((start.elapsed() + after.0, record.target.clone()));
         }
         tracing::info!(?record, "fault");
         on_applied(&record);
         records.push(record);
     }
-    for record in start_due_workers(&mut targets, &mut starts_due, None, start, sampler, &mut restarts).await
-    {
-        on_applied(&record);
-        records.push(record);
-    }
+    let restarted = (&mut records, &on_applied as &dyn Fn(&FaultRecord));
+    start_due_workers(&mut targets, &mut starts_due, None, start, sampler, &mut restarts, restarted).await;
     for pause in pauses {
         let _ = pause.await;
     }
     records
 }
 
+/// The run's fault records, and whoever hears of each as it is applied.
+type Applied<'a> = (&'a mut Vec<FaultRecord>, &'a dyn Fn(&FaultRecord));
+
 /// Starts again, each at its time, the killed workers due before `before` (all of them when
-/// `None`), as a StatefulSet recreates a pod under its name; answers what each start did.
+/// `None`), as a StatefulSet recreates a pod under its name; records what each start did as it
+/// happens.
 async fn start_due_workers(
     targets: &mut Targets<'_>,
     due: &mut Vec<(Duration, String)>,
@@ -124,9 +123,9 @@ async fn start_due_workers(
     start: Instant,
     sampler: &UsageSampler,
     restarts: &mut usize,
-) -> Vec<FaultRecord> {
+    (records, on_applied): Applied<'_>,
+) {
     due.sort();
-    let mut records = Vec::new();
     while let Some((at, _)) = due.first()
         && before.is_none_or(|b| *at <= b)
     {
@@ -146,9 +145,9 @@ async fn start_due_workers(
             orphaned_pods: Vec::new(),
         };
         tracing::info!(?record, "fault");
+        on_applied(&record);
         records.push(record);
     }
-    records
 }
 
 /// Starts the exited worker `id` again under its id.

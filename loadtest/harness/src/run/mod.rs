@@ -572,7 +572,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     }
 
     let create_errors = sent.errors.lock().clone();
-    let (audits, ttl_lags, hand_overs) = audit(&Observed {
+    let (mut audits, ttl_lags, hand_overs) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
         events: events.as_deref(),
@@ -617,7 +617,6 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let throughput = report::Throughput::of(&seen.pods_finished, &finished_jobs, work_started);
     let processes = report::processes(&usage);
     let mut goals = report::goals(&scenario.goals, &latency, &ttl_lag, &throughput, &processes);
-    let mut audits = audits;
     let recovery = probes.map(|p| recovery::measure(&p.kills, events.as_deref(), &seen, work_started));
     if let Some(recovery) = &recovery {
         audits.push(recovery::shards_recovered_audit(recovery));

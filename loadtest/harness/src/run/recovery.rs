@@ -389,7 +389,7 @@ pub fn plot(
     ];
     plot::latency_cdf_chart(
         path,
-        &format!("{scenario}: crash recovery"),
+        &format!("{scenario}: kill → the victim's shards acting again"),
         &series,
         goal.map(|g| g.0.as_secs_f64()),
     )
