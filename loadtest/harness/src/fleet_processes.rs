@@ -44,8 +44,8 @@ pub struct FleetLayout {
     pub shards: u32,
     pub coordinators: usize,
     pub workers: usize,
-    /// `--lease-duration` of the workers.
-    pub worker_lease: String,
+    /// `--lease-duration` of the workers; the binary's default when `None`.
+    pub worker_lease: Option<String>,
     /// Flags both coordinators and workers get (the store: `--store etcd --etcd-endpoints …`).
     pub common_flags: Vec<String>,
     pub coordinator_flags: Vec<String>,
@@ -61,7 +61,7 @@ impl Default for FleetLayout {
             shards: 256,
             coordinators: 1,
             workers: 3,
-            worker_lease: "15s".into(),
+            worker_lease: Some("15s".into()),
             common_flags: Vec::new(),
             coordinator_flags: Vec::new(),
             worker_flags: Vec::new(),
@@ -151,10 +151,10 @@ pub async fn start(
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
-    flags.extend(
-        ["--metrics-addr", "127.0.0.1:0", "--shards", &shards, "--lease-duration", &layout.worker_lease]
-            .map(String::from),
-    );
+    flags.extend(["--metrics-addr", "127.0.0.1:0", "--shards", &shards].map(String::from));
+    if let Some(lease) = &layout.worker_lease {
+        flags.extend(["--lease-duration".to_string(), lease.clone()]);
+    }
     flags.extend(layout.common_flags.iter().cloned());
     flags.extend(layout.worker_flags.iter().cloned());
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };

@@ -172,12 +172,12 @@ pub struct FleetSpec {
     /// Virtual shards (a power of two).
     #[serde(default = "default_shards")]
     pub shards: u32,
-    /// The workers' `--lease-duration`.
+    /// The workers' `--lease-duration`; `default`: no flag, the binary's own default.
     #[serde(default = "default_worker_lease")]
-    pub worker_lease: Span,
-    /// The coordinators' `--worker-lease-margin`.
+    pub worker_lease: LeaseSetting,
+    /// The coordinators' `--worker-lease-margin`; `default`: no flag, the binary's own default.
     #[serde(default = "default_lease_margin")]
-    pub lease_margin: Span,
+    pub lease_margin: LeaseSetting,
     /// The coordinators' `--leader-elect-lease-duration` (renew deadline ¾ of it, retry a tenth).
     #[serde(default = "default_leader_lease")]
     pub leader_lease: Span,
@@ -208,11 +208,65 @@ fn one_f64() -> f64 {
 fn default_shards() -> u32 {
     64
 }
-fn default_worker_lease() -> Span {
-    Span(Duration::from_secs(15))
+fn default_worker_lease() -> LeaseSetting {
+    LeaseSetting::Set(Span(Duration::from_secs(15)))
 }
-fn default_lease_margin() -> Span {
-    Span(Duration::from_secs(2))
+fn default_lease_margin() -> LeaseSetting {
+    LeaseSetting::Set(Span(Duration::from_secs(2)))
+}
+
+/// The longest lease and margin the binaries default to (`fleet-worker --lease-duration`,
+/// `fleet-coordinator --worker-lease-margin`): the audits' bounds under `default`.
+const BINARY_DEFAULT_LEASE_AT_MOST: Duration = Duration::from_secs(15);
+const BINARY_DEFAULT_MARGIN_AT_MOST: Duration = Duration::from_secs(2);
+
+/// A lease flag of the fleet's processes: a duration the harness passes, or `default` (no flag:
+/// the binary's own default, which may depend on the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseSetting {
+    Set(Span),
+    BinaryDefault,
+}
+
+impl<'de> Deserialize<'de> for LeaseSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text == "default" {
+            return Ok(Self::BinaryDefault);
+        }
+        humantime::parse_duration(&text).map(|d| Self::Set(Span(d))).map_err(|e| {
+            serde::de::Error::custom(format!("{text:?} is neither `default` nor a duration like 10s: {e}"))
+        })
+    }
+}
+
+impl LeaseSetting {
+    /// The flag's value, when the harness passes one.
+    pub fn flag(self) -> Option<String> {
+        match self {
+            Self::Set(span) => Some(humantime::format_duration(span.0).to_string()),
+            Self::BinaryDefault => None,
+        }
+    }
+
+    fn at_most(self, binary_default: Duration) -> Duration {
+        match self {
+            Self::Set(span) => span.0,
+            Self::BinaryDefault => binary_default,
+        }
+    }
+}
+
+impl FleetSpec {
+    /// The workers' lease: as set, or the longest the binary defaults to (for bounds).
+    pub fn worker_lease_at_most(&self) -> Duration {
+        self.worker_lease.at_most(BINARY_DEFAULT_LEASE_AT_MOST)
+    }
+
+    /// The coordinators' margin: as set, or the longest the binary defaults to (for bounds).
+    pub fn lease_margin_at_most(&self) -> Duration {
+        self.lease_margin.at_most(BINARY_DEFAULT_MARGIN_AT_MOST)
+    }
 }
 fn default_leader_lease() -> Span {
     Span(Duration::from_secs(15))
@@ -773,6 +827,36 @@ mod tests {
         let mut shards: Vec<u32> = names.iter().map(|n| batchfleet_audits::agents::shard_of(n, 4)).collect();
         shards.sort();
         assert_eq!(shards, vec![0, 0, 1, 1, 2, 2, 3, 3], "{names:?}");
+    }
+
+    #[test]
+    fn a_lease_left_to_the_binarys_default_passes_no_flag_and_bounds_at_the_longest_default() {
+        let fleet = |yaml: &str| {
+            parse(&format!("duration: 10s\nfleet: {yaml}\nworkload: {{}}\n"))
+                .map_err(|e| format!("{e:?}"))
+                .expect("parses")
+                .fleet
+        };
+        let set = fleet("{worker_lease: 4s, lease_margin: 500ms}");
+        assert_eq!(
+            (set.worker_lease.flag(), set.lease_margin.flag()),
+            (Some("4s".into()), Some("500ms".into()))
+        );
+        assert_eq!(
+            (set.worker_lease_at_most(), set.lease_margin_at_most()),
+            (Duration::from_secs(4), Duration::from_millis(500))
+        );
+        let defaults = fleet("{worker_lease: default, lease_margin: default}");
+        assert_eq!((defaults.worker_lease.flag(), defaults.lease_margin.flag()), (None, None));
+        assert_eq!(defaults.worker_lease_at_most(), BINARY_DEFAULT_LEASE_AT_MOST);
+        let unset = fleet("{}");
+        assert_eq!(unset.worker_lease.flag(), Some("15s".into()), "the harness's default is unchanged");
+        let e = error("duration: 1s\nfleet: {worker_lease: soon}\nworkload: {}\n");
+        assert!(e.starts_with("fleet") && e.contains("\"soon\" is neither `default` nor a duration"), "{e}");
+        let e = error(
+            "duration: 60s\nfleet: {store: etcd, worker_lease: default}\nworkload: {}\nchaos: {seed: 1, every: 5s..9s, actions: [restart-etcd]}\n",
+        );
+        assert!(e.starts_with("chaos.actions[0]: restart-etcd needs fleet.worker_lease set"), "{e}");
     }
 
     #[test]

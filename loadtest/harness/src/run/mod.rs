@@ -129,18 +129,23 @@ impl Controllers {
             shards: fleet.shards,
             coordinators: fleet.coordinators,
             workers: fleet.workers,
-            worker_lease: format(fleet.worker_lease.0),
+            worker_lease: fleet.worker_lease.flag(),
             common_flags: store_flags,
-            coordinator_flags: vec![
-                "--worker-lease-margin".into(),
-                format(fleet.lease_margin.0),
-                "--leader-elect-lease-duration".into(),
-                format(leader),
-                "--leader-elect-renew-deadline".into(),
-                format(leader * 3 / 4),
-                "--leader-elect-retry-period".into(),
-                format(leader / 10),
-            ],
+            coordinator_flags: fleet
+                .lease_margin
+                .flag()
+                .map(|margin| vec!["--worker-lease-margin".to_string(), margin])
+                .unwrap_or_default()
+                .into_iter()
+                .chain([
+                    "--leader-elect-lease-duration".into(),
+                    format(leader),
+                    "--leader-elect-renew-deadline".into(),
+                    format(leader * 3 / 4),
+                    "--leader-elect-retry-period".into(),
+                    format(leader / 10),
+                ])
+                .collect(),
             worker_flags,
             tls_dir: None,
         };
@@ -271,8 +276,11 @@ const TENURES_NEED_THE_AUDIT_LOG: &str = "needs the audit log (which worker sent
 /// lost worker (or leader) its lease, the margin and a slack.
 fn hand_over_bounds(scenario: &Scenario) -> Bounds {
     let fleet = &scenario.fleet;
-    let lease = fleet.worker_lease.0.max(fleet.leader_lease.0);
-    Bounds { graceful: Duration::from_secs(5), lost: lease + fleet.lease_margin.0 + Duration::from_secs(10) }
+    let lease = fleet.worker_lease_at_most().max(fleet.leader_lease.0);
+    Bounds {
+        graceful: Duration::from_secs(5),
+        lost: lease + fleet.lease_margin_at_most() + Duration::from_secs(10),
+    }
 }
 
 /// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs.
@@ -280,7 +288,9 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport) {
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
-    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
+    let ttl_grace = scenario.fleet.worker_lease_at_most()
+        + scenario.fleet.lease_margin_at_most()
+        + Duration::from_secs(10);
     let (deletes, source) = match o.events {
         Some(events) => (jobs::job_deletes(events), jobs::DeleteSource::AuditLog),
         None => (jobs::watched_deletes(o.seen), jobs::DeleteSource::Watch),
@@ -625,7 +635,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     }
     let lease_lapses = fleet_started.then(|| {
         // A paused worker finds its lease lapsed once it runs again, within a lease.
-        let slack = scenario.fleet.worker_lease.0 + Duration::from_secs(5);
+        let slack = scenario.fleet.worker_lease_at_most() + Duration::from_secs(5);
         let pauses = lease_lapses::pause_windows(&scenario.faults, &fault_records, work_started, slack);
         lease_lapses::count(&log_files, &pauses)
     });
