@@ -121,3 +121,16 @@ async fn crash_recovery_on_the_kubernetes_store() {
 async fn crash_recovery_on_the_etcd_store() {
     crash_recovery_is_measured_and_audited_on("etcd").await;
 }
+
+#[tokio::test]
+async fn a_store_the_scenario_cannot_run_on_is_refused_with_exit_2() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_loadtest"))
+        .args(["run", "etcd-restart", "--store", "kubernetes"])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("loadtest runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("restart-etcd") && stderr.contains("--store kubernetes"), "{stderr}");
+}
