@@ -103,7 +103,7 @@ pub async fn run(args: BenchFleetArgs) -> anyhow::Result<()> {
         shards: args.shards,
         coordinators: 2,
         workers: 3,
-        worker_lease: args.worker_lease.clone(),
+        worker_lease: Some(args.worker_lease.clone()),
         ..FleetLayout::default()
     };
     let mut fleet = fleet_processes::start(&kubeconfig, &layout, &dir.join("logs")).await?;

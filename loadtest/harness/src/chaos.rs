@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::scenario::{ApiFaults, Fault, FaultAction, FleetSpec, Span, Store};
+use crate::scenario::{ApiFaults, Fault, FaultAction, FleetSpec, LeaseSetting, Span, Store};
 use crate::splitmix::SplitMix;
 
 /// `min..max` durations: `10s..30s`.
@@ -87,7 +87,15 @@ impl FleetState {
 }
 
 fn at(t: Duration, action: FaultAction) -> Fault {
-    Fault { at: Span(t), action, worker: None, resume_after: None, api: None, node: None }
+    Fault {
+        at: Span(t),
+        action,
+        worker: None,
+        resume_after: None,
+        restart_after: None,
+        api: None,
+        node: None,
+    }
 }
 
 /// The API faults a chaos step sets (cleared at the step's middle): conflicts, throttling and
@@ -124,6 +132,10 @@ impl Chaos {
             let reason = match action {
                 FaultAction::RestartEtcd if fleet.store != Store::Etcd => {
                     "restart-etcd needs fleet.store: etcd"
+                }
+                // Its outage is a third of the lease, which `default` leaves to the binary.
+                FaultAction::RestartEtcd if fleet.worker_lease == LeaseSetting::BinaryDefault => {
+                    "restart-etcd needs fleet.worker_lease set (etcd stays down a third of it)"
                 }
                 FaultAction::KillLeader if fleet.coordinators < 2 => {
                     "kill-leader needs fleet.coordinators ≥ 2 (a killed coordinator is not started again)"
@@ -170,8 +182,8 @@ impl Chaos {
             nodes: (0..nodes).map(|i| format!("sim-node-{i}")).collect(),
         };
         let max_workers = self.max_workers.unwrap_or(fleet.workers + 2);
-        let pause_for = fleet.worker_lease.0 + fleet.lease_margin.0 + Duration::from_secs(3);
-        let etcd_down_for = (fleet.worker_lease.0 / 3).min(Duration::from_secs(3));
+        let pause_for = fleet.worker_lease_at_most() + fleet.lease_margin_at_most() + Duration::from_secs(3);
+        let etcd_down_for = (fleet.worker_lease_at_most() / 3).min(Duration::from_secs(3));
         let (from, until) = self.window(duration);
         let mut faults = Vec::new();
         let mut t = from;
@@ -320,7 +332,10 @@ mod tests {
                 }
                 FaultAction::RestartEtcd => {
                     let down = f.resume_after.expect("resume_after").0;
-                    assert!(down * 3 <= fleet.worker_lease.0, "{f:?}: etcd down past a third of the lease");
+                    assert!(
+                        down * 3 <= fleet.worker_lease_at_most(),
+                        "{f:?}: etcd down past a third of the lease"
+                    );
                 }
                 FaultAction::ApiFaults => {}
             }

@@ -48,8 +48,8 @@ pub struct FleetLayout {
     pub shards: u32,
     pub coordinators: usize,
     pub workers: usize,
-    /// `--lease-duration` of the workers.
-    pub worker_lease: String,
+    /// `--lease-duration` of the workers; the binary's default when `None`.
+    pub worker_lease: Option<String>,
     /// Flags both coordinators and workers get (the store: `--store etcd --etcd-endpoints …`).
     pub common_flags: Vec<String>,
     pub coordinator_flags: Vec<String>,
@@ -65,7 +65,7 @@ impl Default for FleetLayout {
             shards: 256,
             coordinators: 1,
             workers: 3,
-            worker_lease: "15s".into(),
+            worker_lease: Some("15s".into()),
             common_flags: Vec::new(),
             coordinator_flags: Vec::new(),
             worker_flags: Vec::new(),
@@ -159,7 +159,10 @@ pub async fn start(
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
     // `--metrics-addr` is each worker's own (`spawn_worker`), so that its /readyz can be asked.
-    flags.extend(["--shards", &shards, "--lease-duration", &layout.worker_lease].map(String::from));
+    flags.extend(["--shards", &shards].map(String::from));
+    if let Some(lease) = &layout.worker_lease {
+        flags.extend(["--lease-duration".to_string(), lease.clone()]);
+    }
     flags.extend(layout.common_flags.iter().cloned());
     flags.extend(layout.worker_flags.iter().cloned());
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };

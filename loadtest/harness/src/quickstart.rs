@@ -392,6 +392,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
                 action,
                 worker: Some(worker.to_string()),
                 resume_after: None,
+                restart_after: None,
                 api: None,
                 node: None,
             };
@@ -444,7 +445,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
     };
     let records = match &mut controllers {
         Controllers::Fleet(fleet) => {
-            let targets = faults::Targets { fleet, sim: Some(sim), etcd: None, map: None };
+            let targets = faults::Targets { fleet, sim: Some(sim), etcd: None, map: None, probes: None };
             let (_, records, _) = tokio::join!(
                 sending,
                 faults::run(targets, &fault_plan, start, &sampler, on_fault),

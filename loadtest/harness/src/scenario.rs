@@ -66,6 +66,20 @@ pub struct Scenario {
     /// Makes the run a scaling run: the workload on each fleet size, and the baseline.
     #[serde(default)]
     pub scaling: Option<ScalingSpec>,
+    /// Measures each `kill-worker`'s recovery with probe Jobs in the victim's shards.
+    #[serde(default)]
+    pub crash_recovery: Option<CrashRecoverySpec>,
+}
+
+/// `loadtest run crash-recovery`: at each `kill-worker`, the shards the victim held (by the
+/// leader's shard map) each get a probe Job right after the SIGKILL, in a namespace of that
+/// shard; a shard has recovered when its probe's first pod is created.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashRecoverySpec {
+    /// The probe Jobs' pods (one completion each).
+    #[serde(default)]
+    pub probe: PodBehaviour,
 }
 
 /// `loadtest run scaling`: the same workload on a fresh sim for each fleet size (one
@@ -135,7 +149,7 @@ impl Default for SimSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Store {
     #[default]
@@ -158,12 +172,12 @@ pub struct FleetSpec {
     /// Virtual shards (a power of two).
     #[serde(default = "default_shards")]
     pub shards: u32,
-    /// The workers' `--lease-duration`.
+    /// The workers' `--lease-duration`; `default`: no flag, the binary's own default.
     #[serde(default = "default_worker_lease")]
-    pub worker_lease: Span,
-    /// The coordinators' `--worker-lease-margin`.
+    pub worker_lease: LeaseSetting,
+    /// The coordinators' `--worker-lease-margin`; `default`: no flag, the binary's own default.
     #[serde(default = "default_lease_margin")]
-    pub lease_margin: Span,
+    pub lease_margin: LeaseSetting,
     /// The coordinators' `--leader-elect-lease-duration` (renew deadline ¾ of it, retry a tenth).
     #[serde(default = "default_leader_lease")]
     pub leader_lease: Span,
@@ -194,11 +208,65 @@ fn one_f64() -> f64 {
 fn default_shards() -> u32 {
     64
 }
-fn default_worker_lease() -> Span {
-    Span(Duration::from_secs(15))
+fn default_worker_lease() -> LeaseSetting {
+    LeaseSetting::Set(Span(Duration::from_secs(15)))
 }
-fn default_lease_margin() -> Span {
-    Span(Duration::from_secs(2))
+fn default_lease_margin() -> LeaseSetting {
+    LeaseSetting::Set(Span(Duration::from_secs(2)))
+}
+
+/// The longest lease and margin the binaries default to (`fleet-worker --lease-duration`,
+/// `fleet-coordinator --worker-lease-margin`): the audits' bounds under `default`.
+const BINARY_DEFAULT_LEASE_AT_MOST: Duration = Duration::from_secs(15);
+const BINARY_DEFAULT_MARGIN_AT_MOST: Duration = Duration::from_secs(2);
+
+/// A lease flag of the fleet's processes: a duration the harness passes, or `default` (no flag:
+/// the binary's own default, which may depend on the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseSetting {
+    Set(Span),
+    BinaryDefault,
+}
+
+impl<'de> Deserialize<'de> for LeaseSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text == "default" {
+            return Ok(Self::BinaryDefault);
+        }
+        humantime::parse_duration(&text).map(|d| Self::Set(Span(d))).map_err(|e| {
+            serde::de::Error::custom(format!("{text:?} is neither `default` nor a duration like 10s: {e}"))
+        })
+    }
+}
+
+impl LeaseSetting {
+    /// The flag's value, when the harness passes one.
+    pub fn flag(self) -> Option<String> {
+        match self {
+            Self::Set(span) => Some(humantime::format_duration(span.0).to_string()),
+            Self::BinaryDefault => None,
+        }
+    }
+
+    fn at_most(self, binary_default: Duration) -> Duration {
+        match self {
+            Self::Set(span) => span.0,
+            Self::BinaryDefault => binary_default,
+        }
+    }
+}
+
+impl FleetSpec {
+    /// The workers' lease: as set, or the longest the binary defaults to (for bounds).
+    pub fn worker_lease_at_most(&self) -> Duration {
+        self.worker_lease.at_most(BINARY_DEFAULT_LEASE_AT_MOST)
+    }
+
+    /// The coordinators' margin: as set, or the longest the binary defaults to (for bounds).
+    pub fn lease_margin_at_most(&self) -> Duration {
+        self.lease_margin.at_most(BINARY_DEFAULT_MARGIN_AT_MOST)
+    }
 }
 fn default_leader_lease() -> Span {
     Span(Duration::from_secs(15))
@@ -414,6 +482,10 @@ pub struct Fault {
     /// For `pause-worker` and `restart-etcd`: how long it stays stopped.
     #[serde(default)]
     pub resume_after: Option<Span>,
+    /// For `kill-worker`: start it again under its id this long after the kill, as a
+    /// StatefulSet recreates the pod (absent: it stays dead).
+    #[serde(default)]
+    pub restart_after: Option<Span>,
     /// For `api-faults`: what the sim does to requests from then on.
     #[serde(default)]
     pub api: Option<ApiFaults>,
@@ -531,6 +603,14 @@ pub struct Goals {
     /// baseline, from 5 s after the workload's start).
     #[serde(default)]
     pub rollout_finished_p99_ratio: Option<f64>,
+    /// p99 over the kills of `crash_recovery` of kill → every shard of the victim acting again
+    /// (its probe Job's first pod created): one duration, or one per store.
+    #[serde(default)]
+    pub recovery_p99: Option<PerStore>,
+    /// The most worker lease lapses outside the pauses of that worker (a slow renewal judged a
+    /// death).
+    #[serde(default)]
+    pub false_expiries_max: Option<usize>,
 }
 
 impl Goals {
@@ -540,6 +620,35 @@ impl Goals {
             || self.rollout_unowned_per_move.is_some()
             || self.rollout_moves_per_shard.is_some()
             || self.rollout_finished_p99_ratio.is_some()
+    }
+}
+
+/// A goal that depends on the coordination store: one duration for both, or
+/// `{etcd: 5s, kubernetes: 8s}` (a store left out has no goal).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum PerStore {
+    Both(Span),
+    Each(StoreSpans),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSpans {
+    #[serde(default)]
+    pub etcd: Option<Span>,
+    #[serde(default)]
+    pub kubernetes: Option<Span>,
+}
+
+impl PerStore {
+    /// The goal for a fleet on `store`.
+    pub fn on(&self, store: Store) -> Option<Span> {
+        match (self, store) {
+            (Self::Both(span), _) => Some(*span),
+            (Self::Each(each), Store::Etcd) => each.etcd,
+            (Self::Each(each), Store::Kubernetes) => each.kubernetes,
+        }
     }
 }
 
@@ -649,6 +758,9 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
                 "set for pause-worker and restart-etcd, and only for them",
             );
         }
+        if fault.restart_after.is_some() && fault.action != FaultAction::KillWorker {
+            return invalid(format!("faults[{i}].restart_after"), "set only for kill-worker");
+        }
         if fault.action == FaultAction::RestartEtcd && fleet.store != Store::Etcd {
             return invalid(format!("faults[{i}].action"), "restart-etcd needs fleet.store: etcd");
         }
@@ -690,7 +802,22 @@ pub fn parse(text: &str) -> Result<Scenario, ParseFailure> {
     if let Some(scaling) = &scenario.scaling {
         check_scaling(&scenario, scaling)?;
     }
+    if scenario.crash_recovery.is_some() && fleet.standalone {
+        return invalid("crash_recovery".into(), "measures a fleet's kills; fleet.standalone is true");
+    }
+    if scenario.goals.recovery_p99.is_some() && scenario.crash_recovery.is_none() {
+        return invalid("goals.recovery_p99".into(), "needs crash_recovery (the probes it measures)");
+    }
     Ok(scenario)
+}
+
+/// `scenario` with its fleet on `store` (`loadtest run --store`), or why not.
+pub fn on_store(mut scenario: Scenario, store: Store) -> Result<Scenario, String> {
+    scenario.fleet.store = store;
+    match scenario.faults.iter().position(|f| f.action == FaultAction::RestartEtcd && store != Store::Etcd) {
+        Some(i) => Err(format!("faults[{i}] (restart-etcd): needs the etcd store, not --store kubernetes")),
+        None => Ok(scenario),
+    }
 }
 
 /// A scaling run needs fleet sizes to compare, a per-worker QPS to be bound by, and no faults.
@@ -747,6 +874,68 @@ mod tests {
         let mut shards: Vec<u32> = names.iter().map(|n| batchfleet_audits::agents::shard_of(n, 4)).collect();
         shards.sort();
         assert_eq!(shards, vec![0, 0, 1, 1, 2, 2, 3, 3], "{names:?}");
+    }
+
+    #[test]
+    fn a_lease_left_to_the_binarys_default_passes_no_flag_and_bounds_at_the_longest_default() {
+        let fleet = |yaml: &str| {
+            parse(&format!("duration: 10s\nfleet: {yaml}\nworkload: {{}}\n"))
+                .map_err(|e| format!("{e:?}"))
+                .expect("parses")
+                .fleet
+        };
+        let set = fleet("{worker_lease: 4s, lease_margin: 500ms}");
+        assert_eq!(
+            (set.worker_lease.flag(), set.lease_margin.flag()),
+            (Some("4s".into()), Some("500ms".into()))
+        );
+        assert_eq!(
+            (set.worker_lease_at_most(), set.lease_margin_at_most()),
+            (Duration::from_secs(4), Duration::from_millis(500))
+        );
+        let defaults = fleet("{worker_lease: default, lease_margin: default}");
+        assert_eq!((defaults.worker_lease.flag(), defaults.lease_margin.flag()), (None, None));
+        assert_eq!(defaults.worker_lease_at_most(), BINARY_DEFAULT_LEASE_AT_MOST);
+        let unset = fleet("{}");
+        assert_eq!(unset.worker_lease.flag(), Some("15s".into()), "the harness's default is unchanged");
+        let e = error("duration: 1s\nfleet: {worker_lease: soon}\nworkload: {}\n");
+        assert!(e.starts_with("fleet") && e.contains("\"soon\" is neither `default` nor a duration"), "{e}");
+        let e = error(
+            "duration: 60s\nfleet: {store: etcd, worker_lease: default}\nworkload: {}\nchaos: {seed: 1, every: 5s..9s, actions: [restart-etcd]}\n",
+        );
+        assert!(e.starts_with("chaos.actions[0]: restart-etcd needs fleet.worker_lease set"), "{e}");
+    }
+
+    #[test]
+    fn a_recovery_goal_is_one_duration_or_one_per_store() {
+        let with_goal = |goal: &str| {
+            parse(&format!(
+                "duration: 10s\ncrash_recovery: {{}}\nworkload: {{}}\ngoals: {{recovery_p99: {goal}}}\n"
+            ))
+            .map_err(|e| format!("{e:?}"))
+            .expect("parses")
+            .goals
+            .recovery_p99
+            .expect("set")
+        };
+        let secs = |s| Some(Span(Duration::from_secs(s)));
+        let both = with_goal("5s");
+        assert_eq!((both.on(Store::Etcd), both.on(Store::Kubernetes)), (secs(5), secs(5)));
+        let each = with_goal("{etcd: 5s, kubernetes: 8s}");
+        assert_eq!((each.on(Store::Etcd), each.on(Store::Kubernetes)), (secs(5), secs(8)));
+        let etcd_only = with_goal("{etcd: 5s}");
+        assert_eq!(etcd_only.on(Store::Kubernetes), None);
+        let e = error("duration: 1s\nworkload: {}\ngoals: {recovery_p99: 5s}\n");
+        assert_eq!(e, "goals.recovery_p99: needs crash_recovery (the probes it measures)");
+        let e = error(
+            "duration: 1s\nworkload: {}\nfaults:\n  - {at: 1s, action: pause-worker, worker: w-0, resume_after: 2s, restart_after: 1s}\n",
+        );
+        assert_eq!(e, "faults[0].restart_after: set only for kill-worker");
+        let etcd = parse("duration: 1s\nfleet: {store: etcd}\nworkload: {}\nfaults:\n  - {at: 1s, action: restart-etcd, resume_after: 1s}\n")
+            .map_err(|e| format!("{e:?}"))
+            .expect("parses");
+        assert!(on_store(etcd.clone(), Store::Kubernetes).is_err());
+        assert_eq!(on_store(etcd, Store::Etcd).map(|s| s.fleet.store), Ok(Store::Etcd));
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Targets<'a> {
     pub etcd: Option<&'a mut EtcdProcess>,
     /// The coordination store's shard map (`rolling-restart` judges its moves by it).
     pub map: Option<&'a StoredMap>,
+    /// With `crash_recovery`: each kill-worker probes the victim's shards.
+    pub probes: Option<&'a mut super::recovery::Probes>,
 }
 
 /// How long a SIGTERMed worker may take to be drained and exit (its `--drain-timeout` is 60 s).
@@ -75,7 +77,13 @@ pub async fn run(
     let mut records = Vec::new();
     let mut restarts = 0;
     let mut pauses: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    // Killed workers to start again (`restart_after`): when, since the start, and which.
+    let mut starts_due: Vec<(Duration, String)> = Vec::new();
     for fault in faults {
+        let until = Some(fault.at.0);
+        let restarted = (&mut records, &on_applied as &dyn Fn(&FaultRecord));
+        start_due_workers(&mut targets, &mut starts_due, until, start, sampler, &mut restarts, restarted)
+            .await;
         tokio::time::sleep_until(start + fault.at.0).await;
         let applied = start.elapsed().as_secs_f64();
         let target = fault.worker.clone().or(fault.node.clone()).unwrap_or_default();
@@ -102,10 +110,16 @@ pub async fn run(
             orphaned_pods,
             rollout,
         };
+        // From the kill's end: with probes, the shard map is read before the SIGKILL.
+        if let (Some(after), false) = (fault.restart_after, record.result.starts_with("failed")) {
+            starts_due.push((start.elapsed() + after.0, record.target.clone()));
+        }
         tracing::info!(?record, "fault");
         on_applied(&record);
         records.push(record);
     }
+    let restarted = (&mut records, &on_applied as &dyn Fn(&FaultRecord));
+    start_due_workers(&mut targets, &mut starts_due, None, start, sampler, &mut restarts, restarted).await;
     for pause in pauses {
         let _ = pause.await;
     }
@@ -116,6 +130,63 @@ pub async fn run(
 struct Outputs<'a> {
     orphaned_pods: &'a mut Vec<String>,
     rollout: &'a mut Option<RolloutRecord>,
+}
+
+/// The run's fault records, and whoever hears of each as it is applied.
+type Applied<'a> = (&'a mut Vec<FaultRecord>, &'a dyn Fn(&FaultRecord));
+
+/// Starts again, each at its time, the killed workers due before `before` (all of them when
+/// `None`), as a StatefulSet recreates a pod under its name; records what each start did as it
+/// happens.
+async fn start_due_workers(
+    targets: &mut Targets<'_>,
+    due: &mut Vec<(Duration, String)>,
+    before: Option<Duration>,
+    start: Instant,
+    sampler: &UsageSampler,
+    restarts: &mut usize,
+    (records, on_applied): Applied<'_>,
+) {
+    due.sort();
+    while let Some((at, _)) = due.first()
+        && before.is_none_or(|b| *at <= b)
+    {
+        let (at, worker) = due.remove(0);
+        tokio::time::sleep_until(start + at).await;
+        let applied = start.elapsed().as_secs_f64();
+        let result = start_again(targets.fleet, &worker, sampler, restarts);
+        let record = FaultRecord {
+            due_seconds: at.as_secs_f64(),
+            applied_seconds: applied,
+            action: "start-worker".into(),
+            target: worker,
+            result: match result {
+                Ok(what) => what,
+                Err(e) => format!("failed: {e:#}"),
+            },
+            orphaned_pods: Vec::new(),
+            rollout: None,
+        };
+        tracing::info!(?record, "fault");
+        on_applied(&record);
+        records.push(record);
+    }
+}
+
+/// Starts the exited worker `id` again under its id.
+fn start_again(
+    fleet: &mut FleetProcesses,
+    id: &str,
+    sampler: &UsageSampler,
+    restarts: &mut usize,
+) -> anyhow::Result<String> {
+    let i = worker_index(fleet, id)?;
+    anyhow::ensure!(fleet.workers[i].1.try_wait()?.is_some(), "{id} is still running");
+    let child = fleet.spawn_worker(id)?;
+    *restarts += 1;
+    sampler.register(&format!("{id} (restart {restarts})"), child.id());
+    fleet.workers[i].1 = child;
+    Ok("started again".into())
 }
 
 async fn apply(
@@ -130,6 +201,9 @@ async fn apply(
     let fleet = &mut *targets.fleet;
     match fault.action {
         FaultAction::KillWorker => {
+            if let Some(probes) = targets.probes.as_deref_mut() {
+                return probes.kill_and_probe(fleet, worker).await;
+            }
             let i = worker_index(fleet, worker)?;
             fleet.workers[i].1.start_kill()?;
             fleet.workers[i].1.wait().await?;

@@ -6,7 +6,9 @@
 mod expect;
 pub(crate) mod faults;
 mod leader_metrics;
+mod lease_lapses;
 pub(crate) mod progress;
+mod recovery;
 mod replay;
 pub(crate) mod report;
 mod rollout;
@@ -58,12 +60,19 @@ pub struct RunArgs {
     /// Start this many workers (w-0 … w-<N-1>) instead of the scenario's `fleet.workers`.
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Run the fleet on this coordination store, whatever the scenario's `fleet.store` says.
+    #[arg(long, value_enum)]
+    pub store: Option<Store>,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
     let (name, mut scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    if let Some(store) = args.store {
+        scenario =
+            crate::scenario::on_store(scenario, store).map_err(|e| format!("{}: {e}", args.scenario))?;
+    }
     if args.replay && scenario.scaling.is_some() {
         return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
     }
@@ -143,18 +152,23 @@ impl Controllers {
             shards: fleet.shards,
             coordinators: fleet.coordinators,
             workers: fleet.workers,
-            worker_lease: format(fleet.worker_lease.0),
+            worker_lease: fleet.worker_lease.flag(),
             common_flags: store_flags,
-            coordinator_flags: vec![
-                "--worker-lease-margin".into(),
-                format(fleet.lease_margin.0),
-                "--leader-elect-lease-duration".into(),
-                format(leader),
-                "--leader-elect-renew-deadline".into(),
-                format(leader * 3 / 4),
-                "--leader-elect-retry-period".into(),
-                format(leader / 10),
-            ],
+            coordinator_flags: fleet
+                .lease_margin
+                .flag()
+                .map(|margin| vec!["--worker-lease-margin".to_string(), margin])
+                .unwrap_or_default()
+                .into_iter()
+                .chain([
+                    "--leader-elect-lease-duration".into(),
+                    format(leader),
+                    "--leader-elect-renew-deadline".into(),
+                    format(leader * 3 / 4),
+                    "--leader-elect-retry-period".into(),
+                    format(leader / 10),
+                ])
+                .collect(),
             worker_flags,
             tls_dir: None,
         };
@@ -236,7 +250,9 @@ struct Observed<'a> {
     /// The sim's audit log; `None` against a cluster through a kubeconfig, where the audits
     /// come from the watches alone.
     events: Option<&'a [AuditEvent]>,
+    /// The workload's namespaces and the probes' (`crash_recovery`).
     namespaces: &'a [String],
+    probe_namespaces: &'a [String],
     /// Per shard, its changes of owner (epoch − 1).
     moves: &'a BTreeMap<u32, u64>,
     cronjobs: &'a [CronJobUnderTest],
@@ -283,8 +299,11 @@ const TENURES_NEED_THE_AUDIT_LOG: &str = "needs the audit log (which worker sent
 /// lost worker (or leader) its lease, the margin and a slack.
 fn hand_over_bounds(scenario: &Scenario) -> Bounds {
     let fleet = &scenario.fleet;
-    let lease = fleet.worker_lease.0.max(fleet.leader_lease.0);
-    Bounds { graceful: Duration::from_secs(5), lost: lease + fleet.lease_margin.0 + Duration::from_secs(10) }
+    let lease = fleet.worker_lease_at_most().max(fleet.leader_lease.0);
+    Bounds {
+        graceful: Duration::from_secs(5),
+        lost: lease + fleet.lease_margin_at_most() + Duration::from_secs(10),
+    }
 }
 
 /// Every audit, the TTL lags (wall seconds) the TTL audit measured, and the hand-overs (in sum,
@@ -293,7 +312,9 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport, Vec<HandO
     let scenario = o.scenario;
     let in_scope = |ns: &str| o.namespaces.iter().any(|n| n == ns);
     // A TTL falling due in a shard whose worker was just lost waits for the shard's new owner.
-    let ttl_grace = scenario.fleet.worker_lease.0 + scenario.fleet.lease_margin.0 + Duration::from_secs(10);
+    let ttl_grace = scenario.fleet.worker_lease_at_most()
+        + scenario.fleet.lease_margin_at_most()
+        + Duration::from_secs(10);
     let (deletes, source) = match o.events {
         Some(events) => (jobs::job_deletes(events), jobs::DeleteSource::AuditLog),
         None => (jobs::watched_deletes(o.seen), jobs::DeleteSource::Watch),
@@ -351,9 +372,14 @@ fn audit(o: &Observed<'_>) -> (Vec<Outcome>, Vec<f64>, HandOverReport, Vec<HandO
         objects::parallelism_never_exceeded(o.seen),
         objects::no_pod_after_finish(o.seen, o.clock),
         jobs::final_status_as_upstream(o.seen, |j| {
+            let probe = match &scenario.crash_recovery {
+                Some(spec) if o.probe_namespaces.contains(&j.namespace) => Some(recovery::probe_shape(spec)),
+                _ => None,
+            };
             // A lost node's pods count as failed where they ran: the Jobs replace them, and
             // their failed counts depend on what ran there.
-            expect::shape_of(&scenario.workload, j)
+            probe
+                .or_else(|| expect::shape_of(&scenario.workload, j))
                 .map(|s| s.expected())
                 .map(|e| if loses_nodes { jobs::ExpectedStatus { failed: None, ..e } } else { e })
         }),
@@ -448,6 +474,14 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let label = (RUN_LABEL, run_label.as_str());
     let namespaces = scenario.workload.namespace_names(scenario.fleet.shards);
     workload::create_namespaces(&client, &namespaces).await?;
+    // One namespace per shard for `crash_recovery`'s probes, made before anything is killed.
+    let probe_namespaces = match &scenario.crash_recovery {
+        Some(_) => recovery::probe_namespaces(&scenario.workload.namespace_prefix, scenario.fleet.shards)?,
+        None => BTreeMap::new(),
+    };
+    let probe_namespace_list: Vec<String> = probe_namespaces.values().cloned().collect();
+    workload::create_namespaces(&client, &probe_namespace_list).await?;
+    let audited_namespaces: Vec<String> = namespaces.iter().chain(&probe_namespace_list).cloned().collect();
 
     let mut etcd = start_store(&scenario, target.fleet, out, &logs_dir, &sampler).await?;
     let store_flags = match &etcd {
@@ -498,6 +532,10 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         label,
         sent.clone(),
     );
+    let mut probes = scenario
+        .crash_recovery
+        .as_ref()
+        .map(|spec| recovery::Probes::new(client.clone(), probe_namespaces.clone(), label, spec));
     let fault_records = match &mut controllers {
         Controllers::Fleet(fleet) => {
             let (_, records, _) = tokio::join!(
@@ -508,6 +546,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
                         sim: cluster.sim.as_ref(),
                         etcd: etcd.as_mut(),
                         map: stored_map.as_ref(),
+                        probes: probes.as_mut(),
                     },
                     &scenario.faults,
                     start,
@@ -556,6 +595,7 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let orphans_left = faults::pods_left(&client, &faults::lost_nodes(&fault_records, work_started)).await;
     let usage = sampler.finish();
     let log_files = controllers.log_files(&logs_dir);
+    let fleet_started = matches!(controllers, Controllers::Fleet(_));
     controllers.stop().await;
     if let Some(mut etcd) = etcd {
         let _ = etcd.child.start_kill();
@@ -569,15 +609,16 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     };
     if cluster.sim.is_none() {
         // What the run made on a cluster that outlives it goes with the run.
-        workload::delete_namespaces(&client, &namespaces).await;
+        workload::delete_namespaces(&client, &audited_namespaces).await;
     }
 
     let create_errors = sent.errors.lock().clone();
-    let (audits, ttl_lags, hand_overs, each_hand_over) = audit(&Observed {
+    let (mut audits, ttl_lags, hand_overs, each_hand_over) = audit(&Observed {
         scenario: &scenario,
         seen: &seen,
         events: events.as_deref(),
-        namespaces: &namespaces,
+        namespaces: &audited_namespaces,
+        probe_namespaces: &probe_namespace_list,
         moves: &moves,
         cronjobs: &cronjobs,
         cron_window: (cron_from, cron_to),
@@ -640,6 +681,21 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
                 .collect(),
         ));
     }
+    let recovery = probes.map(|p| recovery::measure(&p.kills, events.as_deref(), &seen, work_started));
+    if let Some(recovery) = &recovery {
+        audits.push(recovery::shards_recovered_audit(recovery));
+        let goal = scenario.goals.recovery_p99.and_then(|g| g.on(scenario.fleet.store));
+        goals.extend(goal.map(|goal| recovery::recovery_goal(goal, recovery)));
+    }
+    let lease_lapses = fleet_started.then(|| {
+        // A paused worker finds its lease lapsed once it runs again, within a lease.
+        let slack = scenario.fleet.worker_lease_at_most() + Duration::from_secs(5);
+        let pauses = lease_lapses::pause_windows(&scenario.faults, &fault_records, work_started, slack);
+        lease_lapses::count(&log_files, &pauses)
+    });
+    if let (Some(max), Some(lapses)) = (scenario.goals.false_expiries_max, &lease_lapses) {
+        goals.push(lease_lapses::goal(max, lapses));
+    }
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
     let violations = report::violations(audits.iter().chain(&goals));
     let finished_with = |c: &str| {
@@ -659,6 +715,12 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
     let throughput_plot = out.join("throughput.svg");
     let drawn = report::plot_throughput(&throughput_plot, name, &throughput);
     report::record_plot(&mut files, "throughput", &throughput_plot, drawn);
+    if let Some(recovery) = &recovery {
+        let recovery_plot = out.join("recovery-cdf.svg");
+        let goal = scenario.goals.recovery_p99.and_then(|g| g.on(scenario.fleet.store));
+        let drawn = recovery::plot(&recovery_plot, name, recovery, goal);
+        report::record_plot(&mut files, "recovery_cdf", &recovery_plot, drawn);
+    }
     let report = Report {
         scenario: name.to_string(),
         description: scenario.description.clone(),
@@ -696,6 +758,8 @@ async fn run_once(name: &str, scenario: Scenario, out: &Path, target: &TargetArg
         throughput,
         hand_overs,
         rollout,
+        recovery,
+        lease_lapses,
         chaos: scenario
             .chaos
             .as_ref()

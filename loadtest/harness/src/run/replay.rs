@@ -67,6 +67,8 @@ pub fn standalone(scenario: &Scenario) -> Scenario {
     let mut s = scenario.clone();
     s.fleet.standalone = true;
     s.faults.clear();
+    // Nothing is killed, so nothing to probe.
+    s.crash_recovery = None;
     s.goals = Default::default();
     s
 }

@@ -234,6 +234,12 @@ pub struct Report {
     /// A `rolling-restart`'s steps and figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<super::rollout::RolloutReport>,
+    /// With `crash_recovery`: each kill's recovery, and their distribution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<super::recovery::RecoveryReport>,
+    /// The workers' lease lapses, false expiries apart (a fleet the harness started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_lapses: Option<super::lease_lapses::LeaseLapses>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chaos: Option<ChaosPlan>,
     pub faults: Vec<FaultRecord>,
@@ -468,6 +474,16 @@ pub fn summary(report: &Report) -> String {
             r.unowned_seconds,
             r.rollout_finished_seconds.p99,
             r.baseline_finished_seconds.p99
+        );
+    }
+    if let Some(recovery) = &report.recovery {
+        s.push_str(&super::recovery::summary(recovery));
+    }
+    if let Some(l) = &report.lease_lapses {
+        let _ = writeln!(
+            s,
+            "worker lease lapses: {} false expiries, {} during pauses",
+            l.false_expiries, l.during_pauses
         );
     }
     let _ = writeln!(s, "processes                           cpu s  peak RSS MiB");
