@@ -114,6 +114,8 @@ pub struct FleetConfig {
     /// A worker that registered with this leader and then lost its session for this long is
     /// suspected lost: its shards are warmed on the workers they would go to (standby moves),
     /// so that they act as soon as its lease runs out instead of only then starting to list.
+    /// Well inside the shortest lease, so the warming still overlaps the wait; long enough that
+    /// a broken connection or a process restarted at once moves nothing.
     pub standby_after: Duration,
 }
 
@@ -126,7 +128,7 @@ impl Default for FleetConfig {
             registration_grace: Duration::from_secs(10),
             min_move_interval: Duration::from_secs(60),
             prepare_timeout: Duration::from_secs(120),
-            standby_after: Duration::from_millis(250),
+            standby_after: Duration::from_secs(1),
         }
     }
 }

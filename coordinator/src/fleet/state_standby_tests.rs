@@ -62,7 +62,10 @@ fn a_lost_session_warms_the_shards_elsewhere_and_they_act_once_the_lease_ran_out
     // b's session dropped: nothing moves before `standby_after`.
     let out = state.step(&input(t0, &[("a", LIVE), ("b", AWAY)]));
     assert!(out.sends.is_empty() && !out.store, "{out:?}");
-    let t1 = t0 + Duration::from_millis(300);
+    let almost = t0 + FleetConfig::default().standby_after - Duration::from_millis(1);
+    let out = state.step(&input(almost, &[("a", LIVE), ("b", AWAY)]));
+    assert!(out.sends.is_empty() && !out.store, "{out:?}");
+    let t1 = t0 + FleetConfig::default().standby_after;
     let out = state.step(&input(t1, &[("a", LIVE), ("b", AWAY)]));
     assert!(out.store, "the standby epochs are stored before any worker hears of them");
     assert_eq!(prepares(&out), [(w("a"), 2, 2), (w("a"), 3, 2)]);
@@ -92,7 +95,7 @@ fn a_worker_that_comes_back_keeps_its_shards_and_the_warm_caches_are_dropped() {
     let t0 = Instant::now();
     let mut state = settled_fleet(t0);
     state.step(&input(t0, &[("a", LIVE), ("b", AWAY)]));
-    let t1 = t0 + Duration::from_millis(300);
+    let t1 = t0 + FleetConfig::default().standby_after;
     state.step(&input(t1, &[("a", LIVE), ("b", AWAY)]));
     prepared(&mut state, t1, &[("a", LIVE), ("b", AWAY)], &[2]);
     // b registers again holding both (a blip of its session; its lease never lapsed).
@@ -115,7 +118,7 @@ fn a_worker_restarted_under_its_id_releases_the_standby_moves_at_once() {
     let t0 = Instant::now();
     let mut state = settled_fleet(t0);
     state.step(&input(t0, &[("a", LIVE), ("b", AWAY)]));
-    let t1 = t0 + Duration::from_millis(300);
+    let t1 = t0 + FleetConfig::default().standby_after;
     state.step(&input(t1, &[("a", LIVE), ("b", AWAY)]));
     prepared(&mut state, t1, &[("a", LIVE), ("b", AWAY)], &[2, 3]);
     let mut i = input(t1 + Duration::from_secs(1), &[("a", LIVE), ("b", LIVE)]);
@@ -158,7 +161,5 @@ fn moves_off_a_lost_worker_are_not_held_back_by_the_cap_on_moves_in_flight() {
     let out = state.step(&i);
     assert!(prepares(&out).len() <= 1, "balance moves are paced: {out:?}");
     let out = state.step(&input(t0 + Duration::from_secs(20), &[("a", LIVE), ("b", WorkerHealth::Gone)]));
-    let started = prepares(&out).len() + state.moves.len().saturating_sub(prepares(&out).len());
     assert_eq!(state.moves.len(), 6, "every shard of b moves at once: {out:?}");
-    assert!(started >= 5);
 }
