@@ -16,10 +16,12 @@
 //!   before it.
 //!
 //! Beside them, the leader's own figures over the rollout, scraped from its `/metrics` before
-//! and after (`leader_metrics`): its moves by how they ended (none may end by a lease's expiry),
-//! its hand-over gaps (REVOKED → ACTIVATED: the old owner's last write to the new owner's first
-//! possible write, which only the leader sees) and its unowned shard-seconds. The goals hold both
-//! views to their bound.
+//! and after (`leader_metrics`): its moves by how they ended (none may end by a lease's expiry:
+//! the graceful goal holds it to that), its hand-over gaps (REVOKED → ACTIVATED: the old owner's
+//! last write to the new owner's first possible write, which only the leader sees) and its
+//! unowned shard-seconds. The gap and unowned goals are judged from the audit log, from outside;
+//! the leader's figures are shown beside them (a histogram's bucket bound over a few dozen moves
+//! of a CI run is no figure to fail a run on).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -329,22 +331,19 @@ pub fn goals(
     if let Some(goal) = goals.rollout_gap_p99 {
         let p = &report.gap_seconds;
         let bound = goal.0.as_secs_f64();
-        let leader_p99 = leader.map(|l| l.gap_p99_at_most_seconds);
         let leader_text = leader_says(&|l| match l.gap_p99_at_most_seconds {
             Some(at_most) => format!("p99 ≤ {at_most} s of {} (mean {:.3} s)", l.gaps, l.gap_mean_seconds),
             None => format!("p99 beyond the histogram's last bucket, of {}", l.gaps),
         });
         out.push(Outcome {
             name: "rollout-hand-over-gap-p99".into(),
-            target: format!("≤ {goal} in the audit log and at the leader"),
+            target: format!("≤ {goal} in the audit log (the leader's beside it)"),
             measured: if p.count == 0 {
                 format!("audit log: no sample (no hand-over left work waiting){leader_text}")
             } else {
                 format!("audit log: {:.3} s p99 of {} (max {:.3} s){leader_text}", p.p99, p.count, p.max)
             },
-            passed: p.count > 0
-                && p.p99 <= bound
-                && leader_p99.is_none_or(|at_most| at_most.is_some_and(|a| a <= bound)),
+            passed: p.count > 0 && p.p99 <= bound,
             skipped: None,
             violations: Vec::new(),
         });
@@ -355,14 +354,14 @@ pub fn goals(
         out.push(Outcome {
             name: "rollout-unowned-seconds".into(),
             target: format!(
-                "< {per_move} × {} moves = {bound:.2} s, in the audit log and at the leader",
+                "< {per_move} × {} moves = {bound:.2} s in the audit log (the leader's beside it)",
                 rollout.moves
             ),
             measured: format!(
                 "audit log: {:.3} s with work and no acting owner{leader_text}",
                 report.unowned_seconds
             ),
-            passed: report.unowned_seconds < bound && leader.is_none_or(|l| l.unowned_seconds < bound),
+            passed: report.unowned_seconds < bound,
             skipped: None,
             violations: Vec::new(),
         });
@@ -500,7 +499,7 @@ mod tests {
     }
 
     #[test]
-    fn the_leaders_figures_are_held_to_the_same_bounds() {
+    fn a_move_the_leader_ended_by_lease_expiry_fails_and_its_gaps_are_shown_beside() {
         let mut r = rollout(vec![step("w-0", vec![], None)], 30);
         let leader = |unowned_moves: u64, p99: Option<f64>, unowned_seconds: f64| LeaderFigures {
             coordinator: "coordinator-0".into(),
@@ -521,8 +520,15 @@ mod tests {
         let (_, outcomes) = goals(&all_goals(), &r, &hand_overs, &latencies);
         let by_name = passed(&outcomes);
         assert!(!by_name["rollout-moves-graceful"], "{outcomes:#?}");
-        assert!(!by_name["rollout-hand-over-gap-p99"], "the leader's p99 is past every bucket");
-        assert!(!by_name["rollout-unowned-seconds"], "8 s ≥ 0.25 s × 30");
+        let graceful = outcomes.iter().find(|o| o.name == "rollout-moves-graceful").expect("there");
+        assert!(
+            graceful.violations[0].contains("ended 2 moves by the old owner's lease expiry"),
+            "{graceful:?}"
+        );
+        // The gap and unowned goals are the audit log's; the leader's figures are shown.
+        assert!(by_name["rollout-hand-over-gap-p99"] && by_name["rollout-unowned-seconds"], "{outcomes:#?}");
+        let gap = outcomes.iter().find(|o| o.name == "rollout-hand-over-gap-p99").expect("there");
+        assert!(gap.measured.contains("beyond the histogram's last bucket"), "{gap:?}");
     }
 
     #[test]
