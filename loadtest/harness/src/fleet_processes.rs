@@ -20,6 +20,8 @@ use tokio::process::{Child, Command};
 pub struct FleetProcesses {
     /// Every coordinator's address, in the order started.
     pub admin_urls: Vec<String>,
+    /// Every coordinator's `/metrics` address, in the same order.
+    pub coordinator_metrics: Vec<SocketAddr>,
     pub coordinators: Vec<Child>,
     pub workers: Vec<(String, Child)>,
     pub log_dir: PathBuf,
@@ -126,15 +128,17 @@ pub async fn start(
         None => ClientTransport::Insecure,
     };
     let mut admin_urls = Vec::new();
+    let mut coordinator_metrics = Vec::new();
     let mut coordinators = Vec::new();
     for i in 0..layout.coordinators.max(1) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let listen = format!("127.0.0.1:{port}");
+        let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
         let id = format!("coordinator-{i}");
         let child = Command::new(&coordinator_bin)
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", "127.0.0.1:0"])
+            .args(["--coordinator-id", &id, "--listen", &listen, "--metrics-addr", &metrics.to_string()])
             .args(["--shards", &shards])
             .args(&transport_flags)
             .args(&layout.common_flags)
@@ -148,6 +152,7 @@ pub async fn start(
             .spawn()
             .context("starting fleet-coordinator")?;
         admin_urls.push(format!("{scheme}://{listen}"));
+        coordinator_metrics.push(metrics);
         coordinators.push(child);
     }
     let mut flags = vec!["--coordinator".to_string(), admin_urls.join(",")];
@@ -160,6 +165,7 @@ pub async fn start(
     let launch = WorkerLaunch { binary: worker_bin, kubeconfig: kubeconfig.to_path_buf(), flags, pki };
     let mut fleet = FleetProcesses {
         admin_urls,
+        coordinator_metrics,
         admin_transport,
         coordinators,
         workers: Vec::new(),
@@ -223,6 +229,21 @@ pub async fn wait_standalone_ready(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
+}
+
+/// The body of `GET path` from an HTTP endpoint of ours (a process's `/metrics`), if it answers
+/// 200. HTTP/1.0, so that the body comes whole, not chunked.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await.ok()?.ok()?;
+    let response = String::from_utf8_lossy(&response);
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.split_whitespace().nth(1).filter(|code| *code == "200")?;
+    Some(body.to_string())
 }
 
 /// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.

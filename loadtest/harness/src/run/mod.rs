@@ -5,6 +5,7 @@
 
 mod expect;
 pub(crate) mod faults;
+pub mod fleet_scale;
 pub(crate) mod progress;
 mod replay;
 pub(crate) mod report;
@@ -52,11 +53,19 @@ pub struct RunArgs {
     /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
     #[arg(long)]
     pub replay: bool,
+    #[command(flatten)]
+    pub fleet_scale: fleet_scale::FleetScaleArgs,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
+    if args.fleet_scale.any() {
+        return Err(format!(
+            "--workers, --shards, --store, --worker-lease and --rest are for `loadtest run {}` only",
+            fleet_scale::NAME
+        ));
+    }
     let (name, scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
     if args.replay && scenario.scaling.is_some() {
         return Err(format!("{}: --replay is for one run, not a scaling run", args.scenario));
