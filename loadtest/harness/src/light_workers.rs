@@ -614,7 +614,7 @@ mod tests {
     use super::*;
 
     fn shared(workers: usize, shards: u32) -> Shared {
-        let shared = Shared {
+        Shared {
             workers: (0..workers)
                 .map(|index| {
                     Arc::new(LightWorker {
@@ -635,8 +635,7 @@ mod tests {
             },
             loads: synthetic_loads(shards, 1),
             epoch: Instant::now(),
-        };
-        shared
+        }
     }
 
     fn assignment(shard: u32, epoch: u64) -> pb::ShardAssignment {

@@ -54,7 +54,8 @@ enum Command {
     Up(UpArgs),
     /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim (or any
     /// cluster through --kubeconfig), the fleet as processes, the workload and faults, then
-    /// audits from the server's side and a report; `run scaling` runs the scaling curve.
+    /// audits from the server's side and a report; `run scaling` runs the scaling curve, and `run
+    /// fleet-scale` M light workers against two coordinators (its own flags below).
     /// Exits 0 only when every audit and goal passed, 2 on a bad scenario file.
     Run(run::RunArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
