@@ -113,25 +113,8 @@ struct Shared {
     epoch: Instant,
 }
 
-/// How a light worker's process ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// It removes its lease record (a clean shutdown).
-    Clean,
-    /// It just stops (SIGKILL, OOM): its lease record stays until it expires.
-    Crash,
-}
-
-/// What a running worker is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Run,
-    RemoveLease,
-    KeepLease,
-}
-
 struct Running {
-    stop: watch::Sender<Stop>,
+    stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
@@ -173,7 +156,7 @@ impl<S: CoordinationStore + 'static> LightFleet<S> {
         if self.running[index].is_some() {
             return;
         }
-        let (stop, stopped) = watch::channel(Stop::Run);
+        let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(run_worker(
             self.store.clone(),
             self.config.clone(),
@@ -184,15 +167,12 @@ impl<S: CoordinationStore + 'static> LightFleet<S> {
         self.running[index] = Some(Running { stop, task });
     }
 
-    /// Stops worker `index` as its process ends: its session closes and everything it held is
-    /// forgotten. A clean exit removes its lease record, as `fleet-worker` does on the way out; a
-    /// crash leaves it to expire (or to be renewed by the same worker started again within it).
-    pub async fn stop(&mut self, index: usize, exit: Exit) {
+    /// Stops worker `index` as a process that is killed: its session is cut, everything it held
+    /// is forgotten, and its lease record is left to expire (or to be renewed by the same worker
+    /// started again within it).
+    pub async fn stop(&mut self, index: usize) {
         let Some(running) = self.running[index].take() else { return };
-        running.stop.send_replace(match exit {
-            Exit::Clean => Stop::RemoveLease,
-            Exit::Crash => Stop::KeepLease,
-        });
+        running.stop.send_replace(true);
         let _ = running.task.await;
         let worker = &self.shared.workers[index];
         let held: Vec<u32> = std::mem::take(&mut *worker.holdings.lock()).held.into_keys().collect();
@@ -248,10 +228,10 @@ impl<S: CoordinationStore + 'static> LightFleet<S> {
         self.shared.ownership.violations.lock().clone()
     }
 
-    /// Stops every worker, each removing its lease record.
+    /// Stops every worker (the run is over).
     pub async fn stop_all(&mut self) {
         for index in 0..self.running.len() {
-            self.stop(index, Exit::Clean).await;
+            self.stop(index).await;
         }
     }
 
@@ -312,7 +292,7 @@ async fn run_worker<S: CoordinationStore>(
     config: Arc<LightFleetConfig>,
     shared: Arc<Shared>,
     index: usize,
-    stop: watch::Receiver<Stop>,
+    stop: watch::Receiver<bool>,
 ) {
     let (renewed_tx, renewed) = watch::channel((false, 0u64));
     tokio::join!(
@@ -321,7 +301,7 @@ async fn run_worker<S: CoordinationStore>(
     );
 }
 
-/// Renews the lease every third of the TTL; when a renewal has not come through within the TTL
+/// Renews the lease every third of the TTL until stopped; when a renewal has not come through within the TTL
 /// (by this process's clock, from the send time of the last good one) every shard is dropped and
 /// the session registers again holding nothing, as `fleet-worker`'s lease keeper does.
 async fn keep_lease<S: CoordinationStore>(
@@ -330,7 +310,7 @@ async fn keep_lease<S: CoordinationStore>(
     shared: &Shared,
     index: usize,
     renewed: watch::Sender<(bool, u64)>,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let me = &shared.workers[index];
     let ttl = config.ttl;
@@ -371,18 +351,10 @@ async fn keep_lease<S: CoordinationStore>(
         if last_ok.is_some_and(|ok| Instant::now().duration_since(ok) >= ttl) {
             lapse(&mut last_ok);
         }
-        let stopping = tokio::select! {
-            _ = tokio::time::sleep(ttl / 3) => Stop::Run,
-            s = stop.wait_for(|s| *s != Stop::Run) => s.map_or(Stop::KeepLease, |s| *s),
-        };
-        if stopping == Stop::KeepLease {
-            return;
-        }
-        if stopping == Stop::RemoveLease {
-            if let Err(e) = store.remove_worker(&me.id).await {
-                tracing::warn!(worker = %me.id, error = %e, "removing a light worker's lease");
-            }
-            return;
+        // Stopped as a killed process: the lease record stays.
+        tokio::select! {
+            _ = tokio::time::sleep(ttl / 3) => {}
+            _ = stop.wait_for(|s| *s) => return,
         }
     }
 }
@@ -393,7 +365,7 @@ async fn sessions(
     shared: &Arc<Shared>,
     index: usize,
     mut renewed: watch::Receiver<(bool, u64)>,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let me = &shared.workers[index];
     let mut next = 0usize;
@@ -402,7 +374,7 @@ async fn sessions(
     loop {
         tokio::select! {
             _ = renewed.wait_for(|(ok, _)| *ok) => {}
-            _ = stop.wait_for(|s| *s != Stop::Run) => return,
+            _ = stop.wait_for(|s| *s) => return,
         }
         let lapses = renewed.borrow().1;
         let url = following.take().unwrap_or_else(|| {
@@ -413,7 +385,7 @@ async fn sessions(
         let ended = tokio::select! {
             r = session(&url, config, shared, index) => r,
             _ = renewed.wait_for(|(_, l)| *l != lapses) => Err(anyhow::anyhow!("the lease lapsed")),
-            _ = stop.wait_for(|s| *s != Stop::Run) => return,
+            _ = stop.wait_for(|s| *s) => return,
         };
         *me.session.lock() = None;
         if me.registrations.load(Ordering::Relaxed) != registrations {
@@ -425,7 +397,7 @@ async fn sessions(
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff.next_delay()) => {}
-            _ = stop.wait_for(|s| *s != Stop::Run) => return,
+            _ = stop.wait_for(|s| *s) => return,
         }
     }
 }

@@ -26,7 +26,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::fleet_processes::{self, EtcdProcess, FleetLayout, FleetProcesses};
-use crate::light_workers::{Exit, LightFleet, LightFleetConfig};
+use crate::light_workers::{LightFleet, LightFleetConfig};
 use crate::proc_stat;
 
 /// The name `loadtest run` knows this run by.
@@ -518,7 +518,7 @@ async fn phases<S: CoordinationStore + 'static>(
     println!("storm: {} workers leave and come back", leaving.len());
     let storm = Instant::now();
     for i in &leaving {
-        light.stop(*i, Exit::Crash).await;
+        light.stop(*i).await;
     }
     for i in &leaving {
         light.start(*i);
@@ -565,6 +565,12 @@ async fn phases<S: CoordinationStore + 'static>(
                 .collect(),
         ),
     ];
+    // The coordinators first: a leader would otherwise go on moving the shards of every worker
+    // as it stops.
+    for child in &mut fleet.coordinators {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
     light.stop_all().await;
     Ok((m, audits))
 }
