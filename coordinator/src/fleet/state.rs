@@ -173,6 +173,11 @@ pub struct FleetState {
     /// worker that keeps refusing is not sent a new epoch every step.
     retry_at: BTreeMap<ShardId, Instant>,
     stopping: BTreeMap<ShardId, Stopping>,
+    /// Shards the map gave a worker that registered again without them (it restarted), and
+    /// when: placement gives them back to it while it may take them, rather than spreading them
+    /// and then filling the empty worker from everyone else (a storm of restarts moved half as
+    /// many shards again as the restarted workers held).
+    returning: BTreeMap<ShardId, (WorkerId, Instant)>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -237,6 +242,7 @@ impl FleetState {
             gaps,
             retry_at: BTreeMap::new(),
             stopping: BTreeMap::new(),
+            returning: BTreeMap::new(),
         }
     }
 
@@ -338,6 +344,11 @@ impl FleetState {
         }
         let mut pins: BTreeMap<ShardId, WorkerId> =
             self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
+        for (shard, (worker, _)) in &self.returning {
+            if !current.contains_key(shard) && eligible.contains(worker) {
+                pins.entry(*shard).or_insert_with(|| worker.clone());
+            }
+        }
         // While a worker holds nothing (it joined, or came back), a shard that placement moved
         // within `min_move_interval` stays with an owner that may keep it, as if pinned there:
         // placement fills the newcomer with shards that may move now, rather than with ones the
@@ -387,6 +398,11 @@ impl FleetState {
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
         self.retry_at.retain(|_, at| *at > now);
+        let window = self.config.registration_grace;
+        self.returning.retain(|shard, (_, at)| {
+            now.saturating_duration_since(*at) < window
+                && self.map.shards.get(&shard.0).is_none_or(|r| r.owner.is_none())
+        });
         // A fail-over must move nothing: place only once every worker whose lease runs had its
         // chance to register with this leader (a dead one's lease runs out within the grace).
         let settled =
@@ -406,12 +422,16 @@ impl FleetState {
                 self.start(m.shard, m.to, input, now, &mut out);
                 self.moved_at.insert(m.shard, (now, MoveCause::Operator));
             }
+            let owning = self.shards_by_owner();
             for m in self.plan(input, false) {
                 if self.moves.len() >= self.config.max_moves_in_flight {
                     break;
                 }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !live(&m.to) || self.recently_moved(&m, input, now) || self.retry_at.contains_key(&m.shard)
+                if !live(&m.to)
+                    || self.recently_moved(&m, input, now)
+                    || self.retry_at.contains_key(&m.shard)
+                    || self.held_back_after_failover(&m, input, now, &owning)
                 {
                     continue;
                 }
@@ -431,12 +451,31 @@ impl FleetState {
     /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
     fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
         let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
-        let owner_keeps = m.from.as_ref().is_some_and(|f| {
+        self.owner_keeps(m, input) && now.saturating_duration_since(*at) < self.config.min_move_interval
+    }
+
+    fn owner_keeps(&self, m: &Move, input: &StepInput) -> bool {
+        m.from.as_ref().is_some_and(|f| {
             !self.is_draining(f)
                 && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
                 && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
-        });
-        owner_keeps && now.saturating_duration_since(*at) < self.config.min_move_interval
+        })
+    }
+
+    /// A new leader does not know which shards the previous one moved lately, and so held back:
+    /// for `min_move_interval` from its start it makes no balancing move between two workers
+    /// that both hold shards, so that a fail-over moves nothing by itself. Filling a worker that
+    /// holds nothing (a newcomer), and moves off draining, gone or pinned-away owners, go on.
+    fn held_back_after_failover(
+        &self,
+        m: &Move,
+        input: &StepInput,
+        now: Instant,
+        owning: &BTreeMap<WorkerId, u32>,
+    ) -> bool {
+        now.saturating_duration_since(self.leading_since) < self.config.min_move_interval
+            && owning.contains_key(&m.to)
+            && self.owner_keeps(m, input)
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -580,6 +619,7 @@ impl FleetState {
                 record.owner = None;
                 out.store = true;
                 self.gaps.stopped(shard, now);
+                self.returning.insert(shard, (worker.clone(), now));
             }
         }
     }
