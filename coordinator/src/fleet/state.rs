@@ -178,6 +178,9 @@ pub struct FleetState {
     /// and then filling the empty worker from everyone else (a storm of restarts moved half as
     /// many shards again as the restarted workers held).
     returning: BTreeMap<ShardId, (WorkerId, Instant)>,
+    /// Shards the stored map gave an owner when this leader started, not moved since: the
+    /// previous leader may have been holding a balancing move of them back.
+    inherited: BTreeSet<ShardId>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -222,6 +225,8 @@ impl FleetState {
                 "the stored shard map names shards beyond its shard count; they are ignored"
             );
         }
+        let inherited =
+            map.shards.iter().filter(|(_, r)| r.owner.is_some()).map(|(s, _)| ShardId(*s)).collect();
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
@@ -243,6 +248,7 @@ impl FleetState {
             retry_at: BTreeMap::new(),
             stopping: BTreeMap::new(),
             returning: BTreeMap::new(),
+            inherited,
         }
     }
 
@@ -463,9 +469,10 @@ impl FleetState {
     }
 
     /// A new leader does not know which shards the previous one moved lately, and so held back:
-    /// for `min_move_interval` from its start it makes no balancing move between two workers
-    /// that both hold shards, so that a fail-over moves nothing by itself. Filling a worker that
-    /// holds nothing (a newcomer), and moves off draining, gone or pinned-away owners, go on.
+    /// for `min_move_interval` from its start it makes no balancing move of a shard it inherited
+    /// between two workers that both hold shards, so that a fail-over moves nothing by itself.
+    /// Filling a worker that holds nothing (a newcomer), moves off draining, gone or pinned-away
+    /// owners, and a new fleet's first placement and balancing go on.
     fn held_back_after_failover(
         &self,
         m: &Move,
@@ -474,6 +481,7 @@ impl FleetState {
         owning: &BTreeMap<WorkerId, u32>,
     ) -> bool {
         now.saturating_duration_since(self.leading_since) < self.config.min_move_interval
+            && self.inherited.contains(&m.shard)
             && owning.contains_key(&m.to)
             && self.owner_keeps(m, input)
     }
@@ -504,6 +512,7 @@ impl FleetState {
             );
             return;
         };
+        self.inherited.remove(&shard);
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         let _move = move_span(&handover).entered();
         tracing::debug!("move started");
