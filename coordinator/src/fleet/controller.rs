@@ -97,8 +97,11 @@ async fn lead<S: CoordinationStore>(
         let (output, map) = {
             let mut guard = shared.state.lock();
             let Some(state) = guard.as_mut() else { return Ok(()) };
+            let stepping = Instant::now();
             let output = state.step(&input);
+            let took = stepping.elapsed();
             if let Some(metrics) = &config.metrics {
+                metrics.stepped(took);
                 for (result, took) in state.take_finished() {
                     metrics.moved(result, (result == "done").then_some(took.as_secs_f64()));
                 }

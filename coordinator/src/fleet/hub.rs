@@ -30,6 +30,11 @@ struct Inner {
     registrations: Vec<(WorkerId, Vec<HeldShard>)>,
     acks: Vec<Ack>,
     activate_times: Vec<Duration>,
+    /// The last weight reported for each shard by anyone. A shard's load belongs to the shard,
+    /// not to the session that reported it: when its holder restarts (registering holding
+    /// nothing) the shard is placed again at that weight, not as an idle one, which would make
+    /// the restarted worker look underloaded and have placement fill it from everyone else.
+    last_loads: BTreeMap<u32, f64>,
 }
 
 /// Registrations and acknowledgements received since the last step.
@@ -76,6 +81,7 @@ impl SessionHub {
         inner.next_id += 1;
         let id = inner.next_id;
         let session = Session { id, stream: None, loads: weights(loads) };
+        inner.last_loads.extend(&session.loads);
         if let Some(old) = inner.sessions.insert(worker.clone(), session) {
             inner.by_id.remove(&old.id);
         }
@@ -106,6 +112,8 @@ impl SessionHub {
         let Some(worker) = inner.by_id.get(&session).cloned() else { return false };
         let Some(s) = inner.sessions.get_mut(&worker) else { return false };
         s.loads = weights(loads);
+        let reported = s.loads.clone();
+        inner.last_loads.extend(reported);
         true
     }
 
@@ -148,10 +156,12 @@ impl SessionHub {
         self.inner.lock().sessions.keys().cloned().collect()
     }
 
-    /// The latest weight of every shard, as its holders report it.
+    /// The latest weight of every shard, as its holders report it; for a shard no session
+    /// reports now, the last weight anyone reported.
     pub fn loads(&self) -> BTreeMap<ShardId, f64> {
         let inner = self.inner.lock();
-        let mut out = BTreeMap::new();
+        let mut out: BTreeMap<ShardId, f64> =
+            inner.last_loads.iter().map(|(s, w)| (ShardId(*s), *w)).collect();
         for s in inner.sessions.values() {
             for (shard, weight) in &s.loads {
                 out.insert(ShardId(*shard), *weight);
@@ -202,6 +212,29 @@ mod tests {
             pb::command::Kind::Prepare(a) => Some(a.shard),
             _ => None,
         }
+    }
+
+    /// A worker that restarts registers holding nothing: its shards keep the weight last
+    /// reported for them until their next holder reports.
+    #[test]
+    fn a_shards_load_outlives_the_session_that_reported_it() {
+        let hub = SessionHub::default();
+        let load = |shard, rps| pb::ShardLoad { shard, objects: 0, reconciles_per_second: rps };
+        let (a, b) = (WorkerId("a".into()), WorkerId("b".into()));
+        let session = hub.register(a.clone(), vec![], &[load(1, 2.0)]);
+        assert!(hub.heartbeat(session, &[load(1, 2.0), load(2, 4.0)]));
+        hub.register(b.clone(), vec![], &[load(3, 1.0)]);
+        hub.register(a, vec![], &[]);
+        let loads = hub.loads();
+        assert_eq!(loads.get(&ShardId(1)), Some(&3.0));
+        assert_eq!(loads.get(&ShardId(2)), Some(&5.0));
+        assert_eq!(loads.get(&ShardId(3)), Some(&2.0));
+        // The next holder's report replaces it.
+        let session = hub.register(b, vec![], &[load(2, 0.0)]);
+        assert!(hub.heartbeat(session, &[load(2, 1.0)]));
+        assert_eq!(hub.loads().get(&ShardId(2)), Some(&2.0));
+        hub.clear();
+        assert!(hub.loads().is_empty(), "a new term hears loads afresh");
     }
 
     /// A worker that stops reading its stream is cut off once `command_queue` commands wait,

@@ -20,6 +20,7 @@ pub struct FleetMetrics {
     unowned_shards: IntGauge,
     activate_seconds: Histogram,
     session_overflows: IntCounter,
+    step_seconds: Histogram,
 }
 
 impl FleetMetrics {
@@ -87,6 +88,16 @@ impl FleetMetrics {
         )?;
         registry.register(Box::new(activate_seconds.clone()))?;
         registry.register(Box::new(session_overflows.clone()))?;
+        // The step is the leader's one loop: a slow one delays every move and every fail-over.
+        let step_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "fleet_step_duration_seconds",
+                "The leader's step of the fleet state (registrations, acknowledgements, liveness and \
+                 placement), without the shard map's store write.",
+            )
+            .buckets(vec![0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0]),
+        )?;
+        registry.register(Box::new(step_seconds.clone()))?;
         Ok(Self {
             shards,
             workers,
@@ -97,7 +108,12 @@ impl FleetMetrics {
             unowned_shards,
             activate_seconds,
             session_overflows,
+            step_seconds,
         })
+    }
+
+    pub fn stepped(&self, took: std::time::Duration) {
+        self.step_seconds.observe(took.as_secs_f64());
     }
 
     pub fn session_overflowed(&self) {

@@ -185,6 +185,14 @@ pub struct FleetState {
     stopping: BTreeMap<ShardId, Stopping>,
     /// Since when each worker registered with this leader has had no session.
     disconnected_since: BTreeMap<WorkerId, Instant>,
+    /// Shards the map gave a worker that registered again without them (it restarted), and
+    /// when: placement gives them back to it while it may take them, rather than spreading them
+    /// and then filling the empty worker from everyone else (a storm of restarts moved half as
+    /// many shards again as the restarted workers held).
+    returning: BTreeMap<ShardId, (WorkerId, Instant)>,
+    /// Shards the stored map gave an owner when this leader started, not moved since: the
+    /// previous leader may have been holding a balancing move of them back.
+    inherited: BTreeSet<ShardId>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -229,6 +237,8 @@ impl FleetState {
                 "the stored shard map names shards beyond its shard count; they are ignored"
             );
         }
+        let inherited =
+            map.shards.iter().filter(|(_, r)| r.owner.is_some()).map(|(s, _)| ShardId(*s)).collect();
         let mut gaps = OwnerGaps::new(now);
         for shard in 0..map.shard_count {
             if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
@@ -250,6 +260,8 @@ impl FleetState {
             retry_at: BTreeMap::new(),
             stopping: BTreeMap::new(),
             disconnected_since: BTreeMap::new(),
+            returning: BTreeMap::new(),
+            inherited,
         }
     }
 
@@ -351,6 +363,11 @@ impl FleetState {
         }
         let mut pins: BTreeMap<ShardId, WorkerId> =
             self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
+        for (shard, (worker, _)) in &self.returning {
+            if !current.contains_key(shard) && eligible.contains(worker) {
+                pins.entry(*shard).or_insert_with(|| worker.clone());
+            }
+        }
         // While a worker holds nothing (it joined, or came back), a shard that placement moved
         // within `min_move_interval` stays with an owner that may keep it, as if pinned there:
         // placement fills the newcomer with shards that may move now, rather than with ones the
@@ -401,6 +418,11 @@ impl FleetState {
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
         self.retry_at.retain(|_, at| *at > now);
+        let window = self.config.registration_grace;
+        self.returning.retain(|shard, (_, at)| {
+            now.saturating_duration_since(*at) < window
+                && self.map.shards.get(&shard.0).is_none_or(|r| r.owner.is_none())
+        });
         // A fail-over must move nothing: place only once every worker whose lease runs had its
         // chance to register with this leader (a dead one's lease runs out within the grace).
         let settled =
@@ -420,13 +442,17 @@ impl FleetState {
                 self.start(m.shard, m.to, input, now, &mut out);
                 self.moved_at.insert(m.shard, (now, MoveCause::Operator));
             }
+            let owning = self.shards_by_owner();
             for m in self.plan(input, false) {
                 let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
                 if !urgent && self.paced_moves() >= self.config.max_moves_in_flight {
                     continue;
                 }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !live(&m.to) || self.recently_moved(&m, input, now) || self.retry_at.contains_key(&m.shard)
+                if !live(&m.to)
+                    || self.recently_moved(&m, input, now)
+                    || self.retry_at.contains_key(&m.shard)
+                    || self.held_back_after_failover(&m, input, now, &owning)
                 {
                     continue;
                 }
@@ -546,12 +572,33 @@ impl FleetState {
     /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
     fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
         let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
-        let owner_keeps = m.from.as_ref().is_some_and(|f| {
+        self.owner_keeps(m, input) && now.saturating_duration_since(*at) < self.config.min_move_interval
+    }
+
+    fn owner_keeps(&self, m: &Move, input: &StepInput) -> bool {
+        m.from.as_ref().is_some_and(|f| {
             !self.is_draining(f)
                 && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
                 && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
-        });
-        owner_keeps && now.saturating_duration_since(*at) < self.config.min_move_interval
+        })
+    }
+
+    /// A new leader does not know which shards the previous one moved lately, and so held back:
+    /// for `min_move_interval` from its start it makes no balancing move of a shard it inherited
+    /// between two workers that both hold shards, so that a fail-over moves nothing by itself.
+    /// Filling a worker that holds nothing (a newcomer), moves off draining, gone or pinned-away
+    /// owners, and a new fleet's first placement and balancing go on.
+    fn held_back_after_failover(
+        &self,
+        m: &Move,
+        input: &StepInput,
+        now: Instant,
+        owning: &BTreeMap<WorkerId, u32>,
+    ) -> bool {
+        now.saturating_duration_since(self.leading_since) < self.config.min_move_interval
+            && self.inherited.contains(&m.shard)
+            && owning.contains_key(&m.to)
+            && self.owner_keeps(m, input)
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -580,6 +627,7 @@ impl FleetState {
             );
             return;
         };
+        self.inherited.remove(&shard);
         let (handover, actions) = Handover::start(shard, from, to, epoch);
         let _move = move_span(&handover).entered();
         tracing::debug!("move started");
@@ -716,6 +764,7 @@ impl FleetState {
                 record.owner = None;
                 out.store = true;
                 self.gaps.stopped(shard, now);
+                self.returning.insert(shard, (worker.clone(), now));
             }
         }
     }

@@ -543,3 +543,70 @@ fn a_stored_epoch_that_cannot_grow_does_not_overflow() {
     );
     assert_eq!(state.epoch(ShardId(0)), u64::MAX);
 }
+
+fn prepares_to(out: &StepOutput, worker: &str) -> Vec<u32> {
+    out.sends
+        .iter()
+        .filter_map(|(to, c)| match c {
+            Command::Prepare { shard, .. } if *to == w(worker) => Some(shard.0),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A worker that restarts within its lease registers holding nothing: its shards go back to it,
+/// rather than to wherever placement would put them now, with the worker then filled from
+/// everyone else.
+#[test]
+fn a_restarted_worker_gets_its_own_shards_back() {
+    let now = Instant::now();
+    // a carries one shard over the average, c one under: within the bounds, so nothing moves.
+    let owner = |s: u32| match s {
+        0..5 => "a",
+        5..9 => "b",
+        _ => "c",
+    };
+    let owners: Vec<(u32, &str, u64)> = (0..12).map(|s| (s, owner(s), 1)).collect();
+    let mut state = FleetState::new(map(12, &owners), FleetConfig::default(), now);
+    let workers = [("a", LIVE), ("b", LIVE), ("c", LIVE)];
+    let holding = |of: &str| {
+        (0..12).filter(|s| owner(*s) == of).map(|s| held(s, 1, HeldPhase::Active)).collect::<Vec<_>>()
+    };
+    let out = registered(
+        &mut state,
+        now,
+        &workers,
+        &[("a", holding("a")), ("b", holding("b")), ("c", holding("c"))],
+    );
+    assert!(out.sends.is_empty(), "{out:?}");
+    let out = registered(&mut state, now + Duration::from_secs(1), &workers, &[("a", vec![])]);
+    let mut to_a = prepares_to(&out, "a");
+    to_a.sort();
+    assert_eq!(to_a, [0, 1, 2, 3, 4], "{out:?}");
+    let moved = out.sends.iter().filter(|(_, c)| matches!(c, Command::Prepare { .. })).count();
+    assert_eq!(moved, 5, "nothing else moves: {out:?}");
+}
+
+/// A new leader does not know which balancing moves the old one was holding back: for
+/// `min_move_interval` it moves no shard between two workers that both hold shards, but it
+/// fills a newcomer.
+#[test]
+fn a_new_leader_holds_back_balancing_moves_but_fills_a_newcomer() {
+    let now = Instant::now();
+    // a carries 8 shards, b 2: placement would even them out.
+    let owners: Vec<(u32, &str, u64)> = (0..10).map(|s| (s, if s < 8 { "a" } else { "b" }, 1)).collect();
+    let mut state = FleetState::new(map(10, &owners), FleetConfig::default(), now);
+    let holding = |from: u32, to: u32| (from..to).map(|s| held(s, 1, HeldPhase::Active)).collect::<Vec<_>>();
+    let two = [("a", LIVE), ("b", LIVE)];
+    let out = registered(&mut state, now, &two, &[("a", holding(0, 8)), ("b", holding(8, 10))]);
+    assert!(out.sends.is_empty() && !out.store, "{out:?}");
+    let out = state.step(&input(now + Duration::from_secs(1), &two));
+    assert!(out.sends.is_empty(), "a fail-over moves nothing: {out:?}");
+    let three = [("a", LIVE), ("b", LIVE), ("c", LIVE)];
+    let out = registered(&mut state, now + Duration::from_secs(2), &three, &[("c", vec![])]);
+    assert!(!prepares_to(&out, "c").is_empty(), "the newcomer is filled: {out:?}");
+    assert!(prepares_to(&out, "b").is_empty(), "{out:?}");
+    let later = now + FleetConfig::default().min_move_interval + Duration::from_secs(1);
+    let out = state.step(&input(later, &three));
+    assert!(!prepares_to(&out, "b").is_empty(), "then the fleet is balanced: {out:?}");
+}

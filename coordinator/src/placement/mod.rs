@@ -6,8 +6,7 @@
 //! Consistent hashing with bounded loads, made sticky:
 //! 1. Pinned shards go to their pinned worker while it is eligible.
 //! 2. Every other shard stays with its current owner while that owner is eligible.
-//! 3. A worker above the bound `cap = (1+ε)·average`, by more than the hysteresis margin, sheds
-//!    shards until it is within the bound —
+//! 3. A worker above the bound `cap = (1+ε)·average` sheds shards until it is within it —
 //!    shards away from their ring home first, heavier first — as long as another worker could
 //!    take the shard within `cap`.
 //! 4. Unowned shards (new, shed, or on a worker that left or drains) go to the first worker in
@@ -19,8 +18,10 @@
 //!    most-loaded workers — shards whose ring home it is first — as long as each move lowers the
 //!    donor below where it started and keeps the receiver within `cap`.
 //!
-//! Loads between `floor` and `cap` plus the margin move nothing, so measurement noise does not start move storms
-//! (hysteresis), and the result is a fixed point: placing it again moves nothing. A join moves
+//! Loads between `floor` and `cap` move nothing, so measurement noise does not start move storms
+//! (the band below the average is widened by the hysteresis margin; above it the bound is kept
+//! as stated, since a settled map sits near the average, loads are smoothed by the workers and a
+//! shard that moved stays put for a while), and the result is a fixed point: placing it again moves nothing. A join moves
 //! about the newcomer's share, a leave exactly the leaver's shards.
 //!
 //! # Complexity
@@ -55,9 +56,10 @@ pub struct PlacementConfig {
     pub max_probes: u32,
     /// Shards being placed aim at workers within `(1+slack)` times the average.
     pub slack: f64,
-    /// A worker sheds only above `(1+ε+hysteresis)` times the average, and is filled only below
-    /// `(1−ε−hysteresis)` times it, so a settled map does not start moving when measured loads
-    /// wobble.
+    /// A worker is filled only below `(1−ε−hysteresis)` times the average, so a settled map does
+    /// not start moving when measured loads wobble. (It sheds above `(1+ε)` times it: with a
+    /// margin above the bound too, a fleet placed before its loads were measured settled at
+    /// 1.37 × the average at 1,000 workers, `loadtest run fleet-scale`.)
     pub hysteresis: f64,
 }
 
@@ -152,7 +154,7 @@ pub fn place(input: PlacementInput<'_>, config: &PlacementConfig) -> Placement {
         average: total.div_ceil(names.len() as Units),
         aim: per_worker(1.0 + config.slack.min(config.epsilon)).ceil() as Units,
         cap: per_worker(1.0 + config.epsilon).ceil() as Units,
-        shed_above: per_worker(1.0 + config.epsilon + config.hysteresis).ceil() as Units,
+        shed_above: per_worker(1.0 + config.epsilon).ceil() as Units,
         floor: per_worker((1.0 - config.epsilon - config.hysteresis).max(0.0)).floor() as Units,
     };
     let ring = Ring::new(&names, config.virtual_nodes_for(names.len()));
@@ -199,7 +201,7 @@ struct Bounds {
     aim: Units,
     /// The bound.
     cap: Units,
-    /// Above this a worker sheds, down to `cap`.
+    /// Above this a worker sheds, down to `cap` (the same bound, kept as stated).
     shed_above: Units,
     /// Below this a worker is filled, up to `average`.
     floor: Units,

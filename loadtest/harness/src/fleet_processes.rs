@@ -235,18 +235,19 @@ pub async fn wait_standalone_ready(
     Ok(())
 }
 
-/// The body of a `GET path` on an HTTP endpoint of ours (a coordinator's `/metrics`), when it
-/// answers 200.
+/// The body of `GET path` from an HTTP endpoint of ours (a process's `/metrics`), if it answers
+/// 200. HTTP/1.0, so that the body comes whole, not chunked.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;
     let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response)).await.ok()?.ok()?;
-    let response = String::from_utf8(response).ok()?;
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await.ok()?.ok()?;
+    let response = String::from_utf8_lossy(&response);
     let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+    head.split_whitespace().nth(1).filter(|code| *code == "200")?;
+    Some(body.to_string())
 }
 
 /// Whether an HTTP endpoint of ours (`/readyz` of a worker) answers 200.

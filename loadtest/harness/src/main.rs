@@ -24,6 +24,7 @@ mod bench_sim;
 mod chaos;
 mod fleet_processes;
 mod fleet_tls;
+mod light_workers;
 mod plot;
 mod proc_stat;
 mod quickstart;
@@ -53,7 +54,8 @@ enum Command {
     Up(UpArgs),
     /// Run a load scenario (a YAML file, or a name in loadtest/scenarios/): the sim (or any
     /// cluster through --kubeconfig), the fleet as processes, the workload and faults, then
-    /// audits from the server's side and a report; `run scaling` runs the scaling curve.
+    /// audits from the server's side and a report; `run scaling` runs the scaling curve, and `run
+    /// fleet-scale` M light workers against two coordinators (its own flags below).
     /// Exits 0 only when every audit and goal passed, 2 on a bad scenario file.
     Run(run::RunArgs),
     /// Benchmark the sim cluster with kube-rs clients over loopback.
@@ -166,6 +168,9 @@ fn main() -> ExitCode {
 /// goal failed, 0 when all passed; the harness's own log goes to the run's folder, so that it
 /// does not cut into the progress bars.
 fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.scenario == run::fleet_scale::NAME {
+        return run_fleet_scale(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -183,6 +188,46 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
                 result = run::run(&name, scenario, &out, &args.target, args.replay) => result,
+                signal = stop_signal::stop_requested() => Err(match signal {
+                    Ok(name) => anyhow::anyhow!("stopped by {name}"),
+                    Err(e) => anyhow::Error::from(e).context("waiting for a stop signal"),
+                }),
+            }
+        }),
+        Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
+    };
+    match result {
+        Ok((passed, report)) => {
+            println!("{}", report.display());
+            if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "the run failed");
+            eprintln!("loadtest: {e:#} (log: {})", out.join("loadtest.log").display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `loadtest run fleet-scale`: not a scenario file but light workers against the coordinators
+/// (`run/fleet_scale.rs`); exit codes as for any run.
+fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some() || args.target.fleet != run::FleetChoice::Scenario || args.replay {
+        eprintln!(
+            "loadtest: {}: starts its own sim and coordinators; drop --kubeconfig, --fleet and --replay",
+            run::fleet_scale::NAME
+        );
+        return ExitCode::from(2);
+    }
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::fleet_scale::NAME));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let result = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(async {
+            tokio::select! {
+                result = run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out) => result,
                 signal = stop_signal::stop_requested() => Err(match signal {
                     Ok(name) => anyhow::anyhow!("stopped by {name}"),
                     Err(e) => anyhow::Error::from(e).context("waiting for a stop signal"),

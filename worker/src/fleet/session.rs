@@ -159,8 +159,9 @@ async fn session(
     Ok(())
 }
 
-/// The leader's address a standby coordinator answered with.
-fn leader_hint(error: &anyhow::Error) -> Option<String> {
+/// The leader's address a standby coordinator answered with (the light workers of `loadtest run
+/// fleet-scale` follow it as this session does).
+pub fn leader_hint(error: &anyhow::Error) -> Option<String> {
     let status = error.downcast_ref::<tonic::Status>()?;
     let hint = status.metadata().get(batchfleet_proto::LEADER_HINT)?.to_str().ok()?;
     Some(hint.to_string()).filter(|h| !h.is_empty())

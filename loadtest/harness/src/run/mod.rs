@@ -5,6 +5,7 @@
 
 mod expect;
 pub(crate) mod faults;
+pub mod fleet_scale;
 mod leader_metrics;
 mod lease_lapses;
 pub(crate) mod progress;
@@ -63,11 +64,19 @@ pub struct RunArgs {
     /// Run the fleet on this coordination store, whatever the scenario's `fleet.store` says.
     #[arg(long, value_enum)]
     pub store: Option<Store>,
+    #[command(flatten)]
+    pub fleet_scale: fleet_scale::FleetScaleArgs,
 }
 
 /// The scenario `args` name, fitted to their target; the error (exit 2) names the file and
 /// field, or the fault the target cannot apply.
 pub fn load(args: &RunArgs) -> Result<(String, Scenario), String> {
+    if args.fleet_scale.any() {
+        return Err(format!(
+            "--shards, --worker-lease and --rest are for `loadtest run {}` only",
+            fleet_scale::NAME
+        ));
+    }
     let (name, mut scenario) = crate::scenario::load(&args.scenario).map_err(|e| e.to_string())?;
     if let Some(store) = args.store {
         scenario =
