@@ -37,14 +37,14 @@ pub const NAME: &str = "fleet-scale";
 #[derive(clap::Args, Debug, Clone, Default)]
 #[command(next_help_heading = "fleet-scale (only with `loadtest run fleet-scale`)")]
 pub struct FleetScaleArgs {
-    /// fleet-scale: S, the shards [default: 4096].
+    /// S, the shards [default: 4096].
     #[arg(long, value_name = "S", value_parser = parse_shard_count)]
     pub shards: Option<u32>,
-    /// fleet-scale: the light workers' lease TTL (fleet-worker's --lease-duration) [default:
+    /// The light workers' lease TTL (fleet-worker's --lease-duration) [default:
     /// the store's, as fleet-worker's].
     #[arg(long, value_name = "TTL", value_parser = humantime::parse_duration)]
     pub worker_lease: Option<Duration>,
-    /// fleet-scale: how long the settled fleet is measured at rest [default: 20s].
+    /// How long the settled fleet is measured at rest [default: 20s].
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub rest: Option<Duration>,
 }

@@ -58,10 +58,12 @@ pub struct RunArgs {
     /// final status (conditions, counts, completedIndexes, failedIndexes) differs.
     #[arg(long)]
     pub replay: bool,
-    /// Start this many workers (w-0 … w-<N-1>) instead of the scenario's `fleet.workers`.
+    /// Start this many workers (w-0 … w-<N-1>) instead of the scenario's `fleet.workers`;
+    /// fleet-scale: M, the light workers [default: 1000].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
-    /// Run the fleet on this coordination store, whatever the scenario's `fleet.store` says.
+    /// Run the fleet on this coordination store, whatever the scenario's `fleet.store` says
+    /// (fleet-scale: kubernetes unless given).
     #[arg(long, value_enum)]
     pub store: Option<Store>,
     #[command(flatten)]
