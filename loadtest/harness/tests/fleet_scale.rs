@@ -88,10 +88,16 @@ async fn a_scaled_down_run_passes_its_audits_and_moves_nothing_it_need_not(store
     let (minimum, moves) = (m["storm_minimum_moves"].as_u64(), m["storm_moves"].as_u64());
     assert!(minimum.is_some_and(|n| n > 0) && moves >= minimum, "the leavers' shards moved: {m:#}");
     // Measured, whatever the machine makes of them.
-    for measure in
-        ["all_active_seconds", "leader_peak_rss_mib", "store_writes_per_second_at_rest", "step_p99_ms"]
-    {
+    for measure in ["all_active_seconds", "leader_peak_rss_mib", "step_p99_ms"] {
         assert!(m[measure].as_f64().is_some_and(|v| v > 0.0), "{measure}: {m:#}");
+    }
+    // A Lease PATCH per renewal on the Kubernetes store; on etcd a renewal is a keep-alive,
+    // which etcd does not write to its log.
+    let writes = m["store_writes_per_second_at_rest"].as_f64().expect("writes at rest");
+    let keepalives = m["store_keepalives_per_second_at_rest"].as_f64();
+    match store {
+        "kubernetes" => assert!(writes > 0.0 && keepalives.is_none(), "{m:#}"),
+        _ => assert!(writes == 0.0 && keepalives.is_some_and(|k| k > 0.0), "{m:#}"),
     }
     assert!(m["steps"].as_u64().is_some_and(|n| n > 0), "{m:#}");
     let balance = m["max_over_mean_load"].as_f64().expect("balance");
@@ -99,8 +105,6 @@ async fn a_scaled_down_run_passes_its_audits_and_moves_nothing_it_need_not(store
     for goal in ["step-p99", "leader-rss", "leader-cpu-at-rest", "load-balance"] {
         assert!(outcome(&report, "goals", goal)["measured"].as_str().is_some_and(|s| !s.is_empty()));
     }
-    let keepalives = &m["store_keepalives_per_second_at_rest"];
-    assert_eq!(keepalives.is_null(), store == "kubernetes", "keep-alives only with etcd: {m:#}");
     assert!(shown.contains("fleet-scale"), "{shown}");
 }
 
@@ -118,7 +122,7 @@ async fn fifty_light_workers_on_etcd() {
 /// two is refused before anything starts.
 #[tokio::test]
 async fn its_flags_are_refused_elsewhere_and_checked() {
-    let other = loadtest(&["run", "job-burst", "--workers", "5"]).await;
+    let other = loadtest(&["run", "job-burst", "--shards", "512"]).await;
     assert_eq!(other.status.code(), Some(2), "{}", shown(&other));
     assert!(String::from_utf8_lossy(&other.stderr).contains("for `loadtest run fleet-scale` only"));
     let bad = loadtest(&["run", "fleet-scale", "--shards", "500"]).await;
