@@ -183,30 +183,7 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         eprintln!("loadtest: creating {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
-    let result = match tokio::runtime::Runtime::new() {
-        // Ctrl-C or SIGTERM drops the run, and with it every process it started (killed on drop).
-        Ok(runtime) => runtime.block_on(async {
-            tokio::select! {
-                result = run::run(&name, scenario, &out, &args.target, args.replay) => result,
-                signal = stop_signal::stop_requested() => Err(match signal {
-                    Ok(name) => anyhow::anyhow!("stopped by {name}"),
-                    Err(e) => anyhow::Error::from(e).context("waiting for a stop signal"),
-                }),
-            }
-        }),
-        Err(e) => Err(anyhow::Error::from(e).context("starting the runtime")),
-    };
-    match result {
-        Ok((passed, report)) => {
-            println!("{}", report.display());
-            if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-        }
-        Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "the run failed");
-            eprintln!("loadtest: {e:#} (log: {})", out.join("loadtest.log").display());
-            ExitCode::FAILURE
-        }
-    }
+    until_stopped(run::run(&name, scenario, &out, &args.target, args.replay), &out)
 }
 
 /// `loadtest run fleet-scale`: not a scenario file but light workers against the coordinators
@@ -224,10 +201,19 @@ fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         eprintln!("loadtest: creating {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
+    until_stopped(run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out), &out)
+}
+
+/// Runs `run` to its report, or until Ctrl-C or SIGTERM drops it, and with it every process it
+/// started (killed on drop); prints the report's path and answers the run's exit code.
+fn until_stopped(
+    run: impl std::future::Future<Output = anyhow::Result<(bool, std::path::PathBuf)>>,
+    out: &std::path::Path,
+) -> ExitCode {
     let result = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime.block_on(async {
             tokio::select! {
-                result = run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out) => result,
+                result = run => result,
                 signal = stop_signal::stop_requested() => Err(match signal {
                     Ok(name) => anyhow::anyhow!("stopped by {name}"),
                     Err(e) => anyhow::Error::from(e).context("waiting for a stop signal"),
