@@ -106,7 +106,10 @@ pub struct FleetConfig {
     pub resend_after: Duration,
     /// After becoming leader, how long placement waits for live workers to register.
     pub registration_grace: Duration,
-    /// A shard that moved is not moved again for balance within this long.
+    /// A shard that moved for balance, while every shard's load was known, is not moved again
+    /// for balance within this long. Moves made before then (a new fleet filling its workers
+    /// before their first reports) were decided on guessed loads, and are not held: the first
+    /// placement on measured loads may correct them at once.
     pub min_move_interval: Duration,
     /// A move whose new owner has not warmed the shard within this long is cancelled (the old
     /// owner, if any, keeps acting) and placed again.
@@ -443,6 +446,7 @@ impl FleetState {
                 self.moved_at.insert(m.shard, (now, MoveCause::Operator));
             }
             let owning = self.shards_by_owner();
+            let loads_measured = self.every_load_measured(input);
             for m in self.plan(input, false) {
                 let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
                 if !urgent && self.paced_moves() >= self.config.max_moves_in_flight {
@@ -457,8 +461,9 @@ impl FleetState {
                     continue;
                 }
                 self.start(m.shard, m.to.clone(), input, now, &mut out);
-                // Placing a shard nobody owned is not a move to hold back.
-                if m.from.is_some() {
+                // Placing a shard nobody owned is not a move to hold back, nor one decided on
+                // guessed loads (see `FleetConfig::min_move_interval`).
+                if m.from.is_some() && loads_measured {
                     self.moved_at.insert(m.shard, (now, MoveCause::Balance));
                 }
             }
@@ -467,6 +472,12 @@ impl FleetState {
         self.tell_drained(&mut out);
         out.store |= std::mem::take(&mut self.map_dirty);
         out
+    }
+
+    /// Whether every shard's load has been reported (placement weighs a shard without one as an
+    /// idle one).
+    fn every_load_measured(&self, input: &StepInput) -> bool {
+        (0..self.map.shard_count).all(|s| input.loads.contains_key(&ShardId(s)))
     }
 
     /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
@@ -1032,3 +1043,7 @@ mod gap_tests;
 #[cfg(test)]
 #[path = "state_standby_tests.rs"]
 mod standby_tests;
+
+#[cfg(test)]
+#[path = "state_balance_tests.rs"]
+mod balance_tests;
