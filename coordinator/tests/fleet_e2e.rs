@@ -47,9 +47,11 @@ const STEADY_LEADER_LEASE: Duration = Duration::from_secs(10);
 /// the hand-over (PREPARE lists the shard's objects, ACTIVATE waits for the barrier), and a
 /// probe Job's pod scheduled, run (50 ms) and its status written, by debug builds on a 2-core
 /// machine that other builds share.
-/// 15 s: in loops beside other engineers' release builds a graceful move's placement and probe
-/// took up to 10.7 s.
-const SLACK: Duration = Duration::from_secs(15);
+/// 25 s: in loops beside other engineers' release builds a graceful move's placement and probe
+/// took up to 10.7 s, and 15.8 s at load 10 (four builds beside the suite, 2026-11-28). The
+/// bounds ask only that the fleet acts again in good time; that no two workers wrote for a shard
+/// at once is judged from the audit log, whatever the timing.
+const SLACK: Duration = Duration::from_secs(25);
 /// A shard of a worker killed (or paused) acts again once its lease lapsed, plus the margin.
 const REASSIGNED_WITHIN: Duration = WORKER_LEASE.saturating_add(LEASE_MARGIN).saturating_add(SLACK);
 /// A graceful change (a drain, a move) stops a shard only for its hand-over.
