@@ -352,9 +352,26 @@ async fn move_shards_while_work_runs(server: Server) {
             .filter(|(_, e)| e.object_ref.as_ref().is_some_and(|o| o.resource == "jobs"))
             .map(|(_, e)| e.request_uri.as_str())
             .collect();
+        // What the runtimes wrote for the CronJob's Jobs and its status, in order: which owner
+        // tried a time again, and whether the status write of the first try had landed.
+        let cron_writes: Vec<String> = writes
+            .iter()
+            .filter(|(_, e)| {
+                e.object_ref.as_ref().is_some_and(|o| o.resource == "jobs" || o.resource == "cronjobs")
+            })
+            .map(|(runtime, e)| {
+                let code = e.response_status.as_ref().map(|s| s.code);
+                let name = e.object_ref.as_ref().map(|o| o.name.as_str()).unwrap_or_default();
+                format!(
+                    "{} runtime {runtime} {} {} {name} -> {code:?}",
+                    e.request_received_timestamp, e.verb, e.request_uri
+                )
+            })
+            .collect();
         assert!(
             failed_job_creates.is_empty(),
-            "{ns}: a scheduled time was tried again: {failed_job_creates:?}"
+            "{ns}: a scheduled time was tried again: {failed_job_creates:?}\nwrites: {cron_writes:#?}\ntenures: {:#?}",
+            tenures[s]
         );
         // Consecutive minutes from the first to the last: none missed.
         let (first, last) = (*minutes.first().unwrap(), *minutes.last().unwrap());
