@@ -16,7 +16,10 @@ use super::owner_gaps::{GapObservations, OwnerGaps};
 use crate::handover::{Action, Barrier, Event, Handover, Phase};
 use crate::ids::{ShardId, WorkerId};
 use crate::placement::{self, Move, PlacementConfig, PlacementInput};
-use crate::store::{ShardMapRecord, ShardRecord};
+use crate::store::ShardMapRecord;
+use shard_map::ShardMap;
+
+mod shard_map;
 
 /// What the leader knows of a worker this step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,16 +168,14 @@ enum MoveCause {
 
 #[derive(Debug)]
 pub struct FleetState {
-    pub map: ShardMapRecord,
+    map: ShardMap,
     config: FleetConfig,
     moves: BTreeMap<ShardId, InFlight>,
-    /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map (`map.draining`).
+    /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map.
     drain_told: BTreeSet<WorkerId>,
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
     leading_since: Instant,
-    /// The map changed outside a step (pins, drains) and must be stored.
-    map_dirty: bool,
     /// Moves that ended since the controller last asked: how, and how long they took.
     finished: Vec<(&'static str, Duration)>,
     /// When each shard last started moving, so that placement does not move it straight back
@@ -222,30 +223,13 @@ impl FleetState {
     /// The state a new leader starts from: the stored map. An interrupted move (`movingTo`) is
     /// forgotten here; registrations tell what the workers involved actually hold. Drains carry
     /// on; a drained worker that stopped meanwhile loses its drain at the first step.
-    pub fn new(mut map: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
-        for record in map.shards.values_mut() {
-            record.moving_to = None;
-        }
-        // The map is read from the store, where anyone with access may have edited it: a shard
-        // the fleet does not have would be counted unowned forever (and could be pinned).
-        let shard_count = map.shard_count;
-        let before = (map.shards.len(), map.pins.len());
-        map.shards.retain(|&shard, _| shard < shard_count);
-        map.pins.retain(|&shard, _| shard < shard_count);
-        if before != (map.shards.len(), map.pins.len()) {
-            tracing::warn!(
-                shard_count,
-                dropped_records = before.0 - map.shards.len(),
-                dropped_pins = before.1 - map.pins.len(),
-                "the stored shard map names shards beyond its shard count; they are ignored"
-            );
-        }
-        let inherited =
-            map.shards.iter().filter(|(_, r)| r.owner.is_some()).map(|(s, _)| ShardId(*s)).collect();
+    pub fn new(stored: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
+        let map = ShardMap::from_stored(stored);
+        let inherited = map.owned().map(|(shard, _)| shard).collect();
         let mut gaps = OwnerGaps::new(now);
-        for shard in 0..map.shard_count {
-            if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
-                gaps.unowned_before(ShardId(shard), now);
+        for shard in (0..map.shard_count()).map(ShardId) {
+            if map.owner(shard).is_none() {
+                gaps.unowned_before(shard, now);
             }
         }
         Self {
@@ -256,7 +240,6 @@ impl FleetState {
             registered: BTreeSet::new(),
             requested: Vec::new(),
             leading_since: now,
-            map_dirty: false,
             moved_at: BTreeMap::new(),
             finished: Vec::new(),
             gaps,
@@ -269,7 +252,16 @@ impl FleetState {
     }
 
     pub fn shard_count(&self) -> u32 {
-        self.map.shard_count
+        self.map.shard_count()
+    }
+
+    /// The shard map as it is to be stored.
+    pub fn stored_map(&self) -> &ShardMapRecord {
+        self.map.stored()
+    }
+
+    pub fn is_pinned(&self, shard: ShardId) -> bool {
+        self.map.pinned_to(shard).is_some()
     }
 
     pub fn moves_in_flight(&self) -> usize {
@@ -277,7 +269,7 @@ impl FleetState {
     }
 
     pub fn is_draining(&self, worker: &WorkerId) -> bool {
-        self.map.draining.contains(&worker.0)
+        self.map.is_draining(worker)
     }
 
     pub fn drained(&self, worker: &WorkerId) -> bool {
@@ -285,11 +277,11 @@ impl FleetState {
     }
 
     pub fn owner(&self, shard: ShardId) -> Option<&str> {
-        self.map.shards.get(&shard.0).and_then(|r| r.owner.as_deref())
+        self.map.owner(shard)
     }
 
     pub fn epoch(&self, shard: ShardId) -> u64 {
-        self.map.shards.get(&shard.0).map_or(0, |r| r.epoch)
+        self.map.epoch(shard)
     }
 
     pub fn shard_state(&self, shard: ShardId) -> ShardState {
@@ -304,24 +296,15 @@ impl FleetState {
 
     /// Shards each worker owns in the map.
     pub fn shards_by_owner(&self) -> BTreeMap<WorkerId, u32> {
-        let mut out = BTreeMap::new();
-        for record in self.map.shards.values() {
-            if let Some(owner) = &record.owner {
-                *out.entry(WorkerId(owner.clone())).or_insert(0) += 1;
-            }
-        }
-        out
+        self.map.shards_by_owner()
     }
 
     /// Drains are part of the stored map; the next step stores it.
     pub fn set_draining(&mut self, worker: &WorkerId, draining: bool) {
-        let changed = if draining {
-            self.map.draining.insert(worker.0.clone())
-        } else {
+        if !draining {
             self.drain_told.remove(worker);
-            self.map.draining.remove(&worker.0)
-        };
-        self.map_dirty |= changed;
+        }
+        self.map.set_draining(worker, draining);
     }
 
     /// An operator's move; it starts at the next step if the shard is not moving already.
@@ -331,13 +314,9 @@ impl FleetState {
         self.requested.push(Move { shard, from, to });
     }
 
-    /// Pins are part of the stored map; the caller stores it.
+    /// Pins are part of the stored map; the next step stores it.
     pub fn pin(&mut self, shard: ShardId, worker: Option<&WorkerId>) {
-        match worker {
-            Some(w) => self.map.pins.insert(shard.0, w.0.clone()),
-            None => self.map.pins.remove(&shard.0),
-        };
-        self.map_dirty = true;
+        self.map.pin(shard, worker);
     }
 
     /// The moves placement would start now, without the hysteresis band when `rebalance`.
@@ -353,8 +332,7 @@ impl FleetState {
             .map(|(w, _)| w.clone())
             .collect();
         let mut current = BTreeMap::new();
-        for (&shard, record) in &self.map.shards {
-            let shard = ShardId(shard);
+        for (shard, record) in self.map.records() {
             if let Some(m) = self.moves.get(&shard) {
                 current.insert(shard, m.handover.to.clone());
             } else if let Some(owner) = &record.owner {
@@ -364,8 +342,7 @@ impl FleetState {
                 }
             }
         }
-        let mut pins: BTreeMap<ShardId, WorkerId> =
-            self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
+        let mut pins = self.map.pins();
         for (shard, (worker, _)) in &self.returning {
             if !current.contains_key(shard) && eligible.contains(worker) {
                 pins.entry(*shard).or_insert_with(|| worker.clone());
@@ -394,7 +371,7 @@ impl FleetState {
         }
         let placed = placement::place(
             PlacementInput {
-                shard_count: self.map.shard_count,
+                shard_count: self.map.shard_count(),
                 eligible: &eligible,
                 loads: &input.loads,
                 pins: &pins,
@@ -423,8 +400,7 @@ impl FleetState {
         self.retry_at.retain(|_, at| *at > now);
         let window = self.config.registration_grace;
         self.returning.retain(|shard, (_, at)| {
-            now.saturating_duration_since(*at) < window
-                && self.map.shards.get(&shard.0).is_none_or(|r| r.owner.is_none())
+            now.saturating_duration_since(*at) < window && self.map.owner(*shard).is_none()
         });
         // A fail-over must move nothing: place only once every worker whose lease runs had its
         // chance to register with this leader (a dead one's lease runs out within the grace).
@@ -470,14 +446,14 @@ impl FleetState {
             self.start_standbys(input, now, &mut out);
         }
         self.tell_drained(&mut out);
-        out.store |= std::mem::take(&mut self.map_dirty);
+        out.store |= self.map.take_pins_or_drains_changed();
         out
     }
 
     /// Whether every shard's load has been reported (placement weighs a shard without one as an
     /// idle one).
     fn every_load_measured(&self, input: &StepInput) -> bool {
-        (0..self.map.shard_count).all(|s| input.loads.contains_key(&ShardId(s)))
+        (0..self.map.shard_count()).all(|s| input.loads.contains_key(&ShardId(s)))
     }
 
     /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
@@ -544,11 +520,10 @@ impl FleetState {
         if self.moves.contains_key(&shard) || self.stopping.contains_key(&shard) {
             return;
         }
-        let record = self.map.shards.entry(shard.0).or_default();
-        if record.owner.as_deref() != Some(from.0.as_str()) {
+        if !self.map.is_owner(shard, &from) {
             return;
         }
-        let Some(epoch) = record.epoch.checked_add(1) else { return };
+        let Some(epoch) = self.map.epoch(shard).checked_add(1) else { return };
         let (handover, actions) = Handover::start_standby(shard, from, to, epoch);
         let _move = move_span(&handover).entered();
         tracing::debug!("standby move started: the owner lost its session");
@@ -590,7 +565,7 @@ impl FleetState {
         m.from.as_ref().is_some_and(|f| {
             !self.is_draining(f)
                 && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-                && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
+                && self.map.pinned_to(m.shard).is_none_or(|p| p == f.0)
         })
     }
 
@@ -615,25 +590,25 @@ impl FleetState {
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
         if self.moves.contains_key(&shard)
             || self.stopping.contains_key(&shard)
-            || shard.0 >= self.map.shard_count
+            || shard.0 >= self.map.shard_count()
         {
             return;
         }
-        let record = self.map.shards.entry(shard.0).or_default();
-        let from = record
-            .owner
-            .as_ref()
-            .map(|o| WorkerId(o.clone()))
+        let from = self
+            .map
+            .owner(shard)
+            .map(WorkerId::from)
             .filter(|o| input.workers.get(o).is_some_and(|h| *h != WorkerHealth::Gone));
         if from.as_ref() == Some(&to) {
             return;
         }
         // Epochs only grow, one per move; the last one exists only in a store edited by hand,
         // and a shard at it cannot be given a larger one.
-        let Some(epoch) = record.epoch.checked_add(1) else {
+        let current_epoch = self.map.epoch(shard);
+        let Some(epoch) = current_epoch.checked_add(1) else {
             tracing::error!(
                 shard = shard.0,
-                epoch = record.epoch,
+                epoch = current_epoch,
                 "the shard's stored epoch cannot grow; it is not moved"
             );
             return;
@@ -651,23 +626,19 @@ impl FleetState {
         for action in actions {
             match action {
                 Action::RecordMove { shard, to, epoch } => {
-                    let record = self.map.shards.entry(shard.0).or_default();
-                    record.epoch = epoch;
-                    record.moving_to = Some(to.0);
+                    self.map.record_move(shard, to, epoch);
                     out.store = true;
                 }
                 Action::RecordOwner { shard, owner, epoch } => {
                     // Emitted once the old owner stopped (or there was none): the new one does
                     // not act before its ACTIVATED.
                     self.gaps.stopped(shard, now);
-                    self.map
-                        .shards
-                        .insert(shard.0, ShardRecord { owner: Some(owner.0), epoch, moving_to: None });
+                    self.map.record_owner(shard, owner, epoch);
                     out.store = true;
                 }
                 Action::RecordUnowned { shard, epoch, .. } => {
                     self.gaps.stopped(shard, now);
-                    self.map.shards.insert(shard.0, ShardRecord { owner: None, epoch, moving_to: None });
+                    self.map.record_unowned(shard, epoch);
                     out.store = true;
                 }
                 Action::SendPrepare { to, shard, epoch } => {
@@ -704,10 +675,10 @@ impl FleetState {
                     continue;
                 }
             }
-            let record = self.map.shards.get(&h.shard.0).cloned().unwrap_or_default();
+            let recorded_epoch = self.map.epoch(h.shard);
             // The map's owner may hold an older epoch than the record's: a move away from it was
             // recorded (its epoch persisted first) but cancelled or cut short by a fail-over.
-            let owns = record.owner.as_deref() == Some(worker.0.as_str()) && h.epoch <= record.epoch;
+            let owns = self.map.is_owner(h.shard, worker) && h.epoch <= recorded_epoch;
             match (owns, h.phase) {
                 (true, HeldPhase::Active) => {
                     kept.insert(h.shard);
@@ -731,9 +702,9 @@ impl FleetState {
                 (true, HeldPhase::Revoking) => {
                     kept.insert(h.shard);
                     self.gaps.stopped(h.shard, now);
-                    let epoch = record.epoch.max(h.epoch.saturating_add(1));
-                    if epoch != record.epoch {
-                        self.map.shards.insert(h.shard.0, ShardRecord { epoch, moving_to: None, ..record });
+                    let epoch = recorded_epoch.max(h.epoch.saturating_add(1));
+                    if epoch != recorded_epoch {
+                        self.map.record_stop(h.shard, epoch);
                         out.store = true;
                     }
                     self.stopping.insert(h.shard, Stopping { worker: worker.clone(), epoch, sent_at: now });
@@ -766,17 +737,19 @@ impl FleetState {
         }
         // Shards the map gives it that it no longer holds (it restarted) or was just told to
         // drop: nobody acts for them.
-        for (shard, record) in self.map.shards.iter_mut() {
-            let shard = ShardId(*shard);
-            if record.owner.as_deref() == Some(worker.0.as_str())
-                && !kept.contains(&shard)
-                && !self.moves.contains_key(&shard)
-            {
-                record.owner = None;
-                out.store = true;
-                self.gaps.stopped(shard, now);
-                self.returning.insert(shard, (worker.clone(), now));
-            }
+        let lost: Vec<ShardId> = self
+            .map
+            .owned()
+            .filter(|(shard, owner)| {
+                owner == worker && !kept.contains(shard) && !self.moves.contains_key(shard)
+            })
+            .map(|(shard, _)| shard)
+            .collect();
+        for shard in lost {
+            self.map.clear_owner(shard);
+            out.store = true;
+            self.gaps.stopped(shard, now);
+            self.returning.insert(shard, (worker.clone(), now));
         }
     }
 
@@ -790,8 +763,7 @@ impl FleetState {
         {
             // Its in-flight work has finished: nobody acts, and placement may place it again.
             self.stopping.remove(&ack.shard);
-            if let Some(record) = self.map.shards.get_mut(&ack.shard.0) {
-                record.owner = None;
+            if self.map.clear_owner(ack.shard) {
                 out.store = true;
             }
             return;
@@ -799,11 +771,9 @@ impl FleetState {
         let Some(m) = self.moves.get_mut(&ack.shard) else {
             // The ACTIVATE a registration sent outside a move (the previous leader's move, cut
             // short between RecordOwner and ACTIVATED) is answered.
-            let record = self.map.shards.get(&ack.shard.0);
             if ack.step == Step::Activated
-                && record.is_some_and(|r| {
-                    r.owner.as_deref() == Some(ack.worker.0.as_str()) && ack.epoch <= r.epoch
-                })
+                && self.map.is_owner(ack.shard, &ack.worker)
+                && ack.epoch <= self.map.epoch(ack.shard)
             {
                 self.gaps.acting(ack.shard, now);
             }
@@ -843,10 +813,8 @@ impl FleetState {
         tracing::warn!(shard = ack.shard.0, worker = %ack.worker, epoch = ack.epoch, ?held_epoch, "PREPARE refused; the move is cancelled");
         self.cancel(ack.shard, now, out);
         if let Some(held) = held_epoch
-            && let Some(record) = self.map.shards.get_mut(&ack.shard.0)
-            && record.epoch < held
+            && self.map.raise_epoch(ack.shard, held)
         {
-            record.epoch = held;
             out.store = true;
         }
     }
@@ -859,8 +827,7 @@ impl FleetState {
         let stopped = |w: &WorkerId| {
             matches!(input.workers.get(w), None | Some(WorkerHealth::Expiring | WorkerHealth::Gone))
         };
-        let ended: Vec<WorkerId> =
-            self.map.draining.iter().map(|w| WorkerId(w.clone())).filter(|w| stopped(w)).collect();
+        let ended: Vec<WorkerId> = self.map.draining().into_iter().filter(|w| stopped(w)).collect();
         for worker in ended {
             tracing::info!(%worker, "the drained worker stopped; its drain ends");
             self.set_draining(&worker, false);
@@ -917,16 +884,17 @@ impl FleetState {
             self.finish(shard, now);
         }
         // Owners that are gone, with no move: nobody acts for their shards until placed again.
-        for (shard, record) in self.map.shards.iter_mut() {
-            if self.moves.contains_key(&ShardId(*shard)) {
-                continue;
-            }
-            if record.owner.as_ref().is_some_and(|o| gone(&WorkerId(o.clone()))) {
-                record.owner = None;
-                out.store = true;
-                self.gaps.stopped(ShardId(*shard), now);
-                self.stopping.remove(&ShardId(*shard));
-            }
+        let orphaned: Vec<ShardId> = self
+            .map
+            .owned()
+            .filter(|(shard, owner)| !self.moves.contains_key(shard) && gone(owner))
+            .map(|(shard, _)| shard)
+            .collect();
+        for shard in orphaned {
+            self.map.clear_owner(shard);
+            out.store = true;
+            self.gaps.stopped(shard, now);
+            self.stopping.remove(&shard);
         }
     }
 
@@ -938,9 +906,7 @@ impl FleetState {
         let Some(m) = self.moves.remove(&shard) else { return };
         let result = match m.handover.phase() {
             Phase::Cancelled => {
-                if let Some(record) = self.map.shards.get_mut(&shard.0) {
-                    record.moving_to = None;
-                }
+                self.map.forget_move(shard);
                 "cancelled"
             }
             Phase::Unowned { .. } => "unowned",
@@ -1001,7 +967,7 @@ impl FleetState {
 
     fn tell_drained(&mut self, out: &mut StepOutput) {
         let owners = self.shards_by_owner();
-        for worker in self.map.draining.iter().map(|w| WorkerId(w.clone())) {
+        for worker in self.map.draining() {
             let busy = owners.contains_key(&worker)
                 || self.stopping.values().any(|s| s.worker == worker)
                 || self
