@@ -13,12 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::owner_gaps::{GapObservations, OwnerGaps};
-use crate::handover::{Action, Barrier, Event, Handover, Phase};
+use crate::handover::{Action, Barrier, Event, Phase};
 use crate::ids::{ShardId, WorkerId};
 use crate::placement::{self, Move, PlacementConfig, PlacementInput};
 use crate::store::ShardMapRecord;
+use moves::{Ended, MovesInFlight};
 use shard_map::ShardMap;
 
+mod moves;
 mod shard_map;
 
 /// What the leader knows of a worker this step.
@@ -149,16 +151,6 @@ struct Stopping {
     sent_at: Instant,
 }
 
-#[derive(Debug)]
-struct InFlight {
-    handover: Handover,
-    sent_at: Instant,
-    started_at: Instant,
-    /// Off a worker that is lost or suspected lost, or of a shard nobody acts for: not held
-    /// back by `max_moves_in_flight`, which paces moves between live workers.
-    urgent: bool,
-}
-
 /// Why a shard last moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MoveCause {
@@ -170,22 +162,17 @@ enum MoveCause {
 pub struct FleetState {
     map: ShardMap,
     config: FleetConfig,
-    moves: BTreeMap<ShardId, InFlight>,
+    moves: MovesInFlight,
     /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map.
     drain_told: BTreeSet<WorkerId>,
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
     leading_since: Instant,
-    /// Moves that ended since the controller last asked: how, and how long they took.
-    finished: Vec<(&'static str, Duration)>,
     /// When each shard last started moving, so that placement does not move it straight back
     /// (an operator's move, or loads that wobble), and whether an operator asked for it.
     moved_at: BTreeMap<ShardId, (Instant, MoveCause)>,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
-    /// Shards whose last move was refused or timed out: not started again before then, so that a
-    /// worker that keeps refusing is not sent a new epoch every step.
-    retry_at: BTreeMap<ShardId, Instant>,
     stopping: BTreeMap<ShardId, Stopping>,
     /// Since when each worker registered with this leader has had no session.
     disconnected_since: BTreeMap<WorkerId, Instant>,
@@ -235,15 +222,13 @@ impl FleetState {
         Self {
             map,
             config,
-            moves: BTreeMap::new(),
+            moves: MovesInFlight::default(),
             drain_told: BTreeSet::new(),
             registered: BTreeSet::new(),
             requested: Vec::new(),
             leading_since: now,
             moved_at: BTreeMap::new(),
-            finished: Vec::new(),
             gaps,
-            retry_at: BTreeMap::new(),
             stopping: BTreeMap::new(),
             disconnected_since: BTreeMap::new(),
             returning: BTreeMap::new(),
@@ -285,7 +270,7 @@ impl FleetState {
     }
 
     pub fn shard_state(&self, shard: ShardId) -> ShardState {
-        match self.moves.get(&shard).map(|m| m.handover.phase()) {
+        match self.moves.phase(shard) {
             Some(Phase::Preparing | Phase::Standby) => ShardState::Preparing,
             Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
             _ if self.stopping.contains_key(&shard) => ShardState::Revoking,
@@ -333,8 +318,8 @@ impl FleetState {
             .collect();
         let mut current = BTreeMap::new();
         for (shard, record) in self.map.records() {
-            if let Some(m) = self.moves.get(&shard) {
-                current.insert(shard, m.handover.to.clone());
+            if let Some(to) = self.moves.target(shard) {
+                current.insert(shard, to.clone());
             } else if let Some(owner) = &record.owner {
                 let owner = WorkerId(owner.clone());
                 if input.workers.get(&owner).is_some_and(|h| *h != WorkerHealth::Gone) {
@@ -379,7 +364,7 @@ impl FleetState {
             },
             &config,
         );
-        placed.moves.into_iter().filter(|m| !self.moves.contains_key(&m.shard)).collect()
+        placed.moves.into_iter().filter(|m| !self.moves.contains(m.shard)).collect()
     }
 
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
@@ -397,7 +382,7 @@ impl FleetState {
         self.end_drains_of_stopped_workers(input);
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
-        self.retry_at.retain(|_, at| *at > now);
+        self.moves.end_retry_waits(now);
         let window = self.config.registration_grace;
         self.returning.retain(|shard, (_, at)| {
             now.saturating_duration_since(*at) < window && self.map.owner(*shard).is_none()
@@ -414,7 +399,7 @@ impl FleetState {
                 std::mem::take(&mut self.requested).into_iter().partition(|m| live(&m.to));
             self.requested = waiting;
             for m in ready {
-                if self.retry_at.contains_key(&m.shard) {
+                if self.moves.waits_to_retry(m.shard) {
                     self.requested.push(m);
                     continue;
                 }
@@ -425,13 +410,13 @@ impl FleetState {
             let loads_measured = self.every_load_measured(input);
             for m in self.plan(input, false) {
                 let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
-                if !urgent && self.paced_moves() >= self.config.max_moves_in_flight {
+                if !urgent && self.moves.paced() >= self.config.max_moves_in_flight {
                     continue;
                 }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
                 if !live(&m.to)
                     || self.recently_moved(&m, input, now)
-                    || self.retry_at.contains_key(&m.shard)
+                    || self.moves.waits_to_retry(m.shard)
                     || self.held_back_after_failover(&m, input, now, &owning)
                 {
                     continue;
@@ -460,11 +445,6 @@ impl FleetState {
     /// session).
     fn may_keep_shards(input: &StepInput, worker: &WorkerId) -> bool {
         matches!(input.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-    }
-
-    /// Moves between workers that may keep their shards, which `max_moves_in_flight` paces.
-    fn paced_moves(&self) -> usize {
-        self.moves.values().filter(|m| !m.urgent).count()
     }
 
     /// Workers that registered with this leader and have had no session for `standby_after`:
@@ -502,7 +482,7 @@ impl FleetState {
             .collect();
         for m in self.plan(&without, false) {
             let Some(from) = m.from.filter(|f| suspects.contains(f)) else { continue };
-            if input.workers.get(&m.to) != Some(&WorkerHealth::Live) || self.retry_at.contains_key(&m.shard) {
+            if input.workers.get(&m.to) != Some(&WorkerHealth::Live) || self.moves.waits_to_retry(m.shard) {
                 continue;
             }
             self.start_standby(m.shard, from, m.to, now, out);
@@ -517,17 +497,14 @@ impl FleetState {
         now: Instant,
         out: &mut StepOutput,
     ) {
-        if self.moves.contains_key(&shard) || self.stopping.contains_key(&shard) {
+        if self.moves.contains(shard) || self.stopping.contains_key(&shard) {
             return;
         }
         if !self.map.is_owner(shard, &from) {
             return;
         }
         let Some(epoch) = self.map.epoch(shard).checked_add(1) else { return };
-        let (handover, actions) = Handover::start_standby(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("standby move started: the owner lost its session");
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent: true });
+        let actions = self.moves.start_standby(shard, from, to, epoch, now);
         self.apply(actions, now, out);
     }
 
@@ -536,21 +513,15 @@ impl FleetState {
     fn cancel_standbys_of_returned_workers(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
         let returned: Vec<ShardId> = self
             .moves
-            .iter()
-            .filter(|(_, m)| {
-                m.handover.is_standby()
-                    && m.handover
-                        .from
-                        .as_ref()
-                        .is_some_and(|f| input.workers.get(f) == Some(&WorkerHealth::Live))
-            })
-            .map(|(shard, _)| *shard)
+            .standbys()
+            .filter(|(_, from)| input.workers.get(*from) == Some(&WorkerHealth::Live))
+            .map(|(shard, _)| shard)
             .collect();
         for shard in returned {
-            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
+            let _move = self.moves.span(shard).map(tracing::Span::entered);
             tracing::info!(shard = shard.0, "the owner is back; the standby move is cancelled");
             self.cancel(shard, now, out);
-            self.retry_at.remove(&shard);
+            self.moves.retry_now(shard);
         }
     }
 
@@ -588,7 +559,7 @@ impl FleetState {
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        if self.moves.contains_key(&shard)
+        if self.moves.contains(shard)
             || self.stopping.contains_key(&shard)
             || shard.0 >= self.map.shard_count()
         {
@@ -614,11 +585,8 @@ impl FleetState {
             return;
         };
         self.inherited.remove(&shard);
-        let (handover, actions) = Handover::start(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("move started");
-        let urgent = handover.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent });
+        let urgent = from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
+        let actions = self.moves.start(shard, from, to, epoch, urgent, now);
         self.apply(actions, now, out);
     }
 
@@ -668,12 +636,9 @@ impl FleetState {
         // Shards it goes on holding as this map's owner (or as part of a move in flight).
         let mut kept: BTreeSet<ShardId> = BTreeSet::new();
         for h in held {
-            if let Some(m) = self.moves.get(&h.shard) {
-                let involved = m.handover.to == *worker || m.handover.from.as_ref() == Some(worker);
-                if involved {
-                    kept.insert(h.shard);
-                    continue;
-                }
+            if self.moves.is_involved(h.shard, worker) {
+                kept.insert(h.shard);
+                continue;
             }
             let recorded_epoch = self.map.epoch(h.shard);
             // The map's owner may hold an older epoch than the record's: a move away from it was
@@ -719,20 +684,16 @@ impl FleetState {
         // and it dropped them): it has stopped acting for them, so they activate now.
         let released: Vec<ShardId> = self
             .moves
-            .iter()
-            .filter(|(shard, m)| {
-                m.handover.is_standby() && m.handover.from.as_ref() == Some(worker) && !kept.contains(shard)
-            })
-            .map(|(shard, _)| *shard)
+            .standbys()
+            .filter(|(shard, from)| *from == worker && !kept.contains(shard))
+            .map(|(shard, _)| shard)
             .collect();
         for shard in released {
             self.gaps.stopped(shard, now);
-            if let Some(m) = self.moves.get_mut(&shard) {
-                let _move = move_span(&m.handover).entered();
-                let actions = m.handover.on(Event::OldOwnerExpired);
-                m.sent_at = now;
-                self.apply(actions, now, out);
-            }
+            let _move = self.moves.span(shard).map(tracing::Span::entered);
+            let actions = self.moves.advance(shard, [Event::OldOwnerExpired], now);
+            self.moves.restart_resend_timer(shard, now);
+            self.apply(actions, now, out);
             self.finish(shard, now);
         }
         // Shards the map gives it that it no longer holds (it restarted) or was just told to
@@ -740,9 +701,7 @@ impl FleetState {
         let lost: Vec<ShardId> = self
             .map
             .owned()
-            .filter(|(shard, owner)| {
-                owner == worker && !kept.contains(shard) && !self.moves.contains_key(shard)
-            })
+            .filter(|(shard, owner)| owner == worker && !kept.contains(shard) && !self.moves.contains(*shard))
             .map(|(shard, _)| shard)
             .collect();
         for shard in lost {
@@ -768,7 +727,7 @@ impl FleetState {
             }
             return;
         }
-        let Some(m) = self.moves.get_mut(&ack.shard) else {
+        let Some(_move) = self.moves.span(ack.shard).map(tracing::Span::entered) else {
             // The ACTIVATE a registration sent outside a move (the previous leader's move, cut
             // short between RecordOwner and ACTIVATED) is answered.
             if ack.step == Step::Activated
@@ -779,21 +738,7 @@ impl FleetState {
             }
             return;
         };
-        let h = &m.handover;
-        let event = match ack.step {
-            Step::Prepared if h.to == ack.worker => Event::Prepared { epoch: ack.epoch },
-            Step::Revoked if h.from.as_ref() == Some(&ack.worker) => {
-                Event::Revoked { epoch: ack.epoch, last_write: ack.last_write.clone() }
-            }
-            Step::Activated if h.to == ack.worker => Event::Activated { epoch: ack.epoch },
-            _ => return,
-        };
-        let _move = move_span(h).entered();
-        let actions = m.handover.on(event);
-        tracing::debug!(step = ?ack.step, phase = ?m.handover.phase(), "hand-over step answered");
-        if !actions.is_empty() {
-            m.sent_at = now;
-        }
+        let Some(actions) = self.moves.answer(ack, now) else { return };
         self.apply(actions, now, out);
         self.finish(ack.shard, now);
     }
@@ -802,14 +747,10 @@ impl FleetState {
     /// epoch is above any the worker knew it at (a map restored from an older backup is behind
     /// the workers).
     fn on_refused(&mut self, ack: &Ack, held_epoch: Option<u64>, now: Instant, out: &mut StepOutput) {
-        let Some(m) = self.moves.get(&ack.shard) else { return };
-        if m.handover.to != ack.worker
-            || m.handover.epoch != ack.epoch
-            || *m.handover.phase() != Phase::Preparing
-        {
+        if !self.moves.is_refusal_of_prepare(ack) {
             return;
         }
-        let _move = move_span(&m.handover).entered();
+        let _move = self.moves.span(ack.shard).map(tracing::Span::entered);
         tracing::warn!(shard = ack.shard.0, worker = %ack.worker, epoch = ack.epoch, ?held_epoch, "PREPARE refused; the move is cancelled");
         self.cancel(ack.shard, now, out);
         if let Some(held) = held_epoch
@@ -836,50 +777,39 @@ impl FleetState {
 
     /// Moves still preparing after `prepare_timeout`: the new owner cannot warm the shard.
     fn cancel_stalled_prepares(&mut self, now: Instant, out: &mut StepOutput) {
-        let stalled: Vec<ShardId> = self
-            .moves
-            .iter()
-            .filter(|(_, m)| {
-                *m.handover.phase() == Phase::Preparing
-                    && now.saturating_duration_since(m.started_at) >= self.config.prepare_timeout
-            })
-            .map(|(shard, _)| *shard)
-            .collect();
-        for shard in stalled {
-            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
+        for shard in self.moves.stalled_prepares(now, self.config.prepare_timeout) {
+            let _move = self.moves.span(shard).map(tracing::Span::entered);
             tracing::warn!(shard = shard.0, timeout = ?self.config.prepare_timeout, "PREPARE not answered in time; the move is cancelled");
             self.cancel(shard, now, out);
         }
     }
 
     fn cancel(&mut self, shard: ShardId, now: Instant, out: &mut StepOutput) {
-        let Some(m) = self.moves.get_mut(&shard) else { return };
-        let actions = m.handover.on(Event::Cancel);
+        if !self.moves.contains(shard) {
+            return;
+        }
+        let actions = self.moves.advance(shard, [Event::Cancel], now);
         self.apply(actions, now, out);
         self.finish(shard, now);
-        self.retry_at.insert(shard, now + self.config.resend_after);
+        self.moves.retry_after(shard, now + self.config.resend_after);
         // The cancelled epoch was recorded with the move; the map says nobody moves it now.
         out.store = true;
     }
 
     fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
         let gone = |w: &WorkerId| input.workers.get(w).is_none_or(|h| *h == WorkerHealth::Gone);
-        let shards: Vec<ShardId> = self.moves.keys().copied().collect();
-        for shard in shards {
-            let Some(m) = self.moves.get_mut(&shard) else { continue };
-            let _move = move_span(&m.handover).entered();
-            let mut actions = Vec::new();
-            if m.handover.from.as_ref().is_some_and(gone) {
+        for (shard, from, to) in self.moves.parties() {
+            let _move = self.moves.span(shard).map(tracing::Span::entered);
+            let mut events = Vec::new();
+            if from.as_ref().is_some_and(gone) {
                 // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
                 self.gaps.stopped(shard, now);
-                actions.extend(m.handover.on(Event::OldOwnerExpired));
+                events.push(Event::OldOwnerExpired);
             }
-            if gone(&m.handover.to) {
-                actions.extend(m.handover.on(Event::NewOwnerExpired));
+            if gone(&to) {
+                events.push(Event::NewOwnerExpired);
             }
-            if !actions.is_empty() {
-                m.sent_at = now;
-            }
+            let actions = self.moves.advance(shard, events, now);
             self.apply(actions, now, out);
             self.finish(shard, now);
         }
@@ -887,7 +817,7 @@ impl FleetState {
         let orphaned: Vec<ShardId> = self
             .map
             .owned()
-            .filter(|(shard, owner)| !self.moves.contains_key(shard) && gone(owner))
+            .filter(|(shard, owner)| !self.moves.contains(*shard) && gone(owner))
             .map(|(shard, _)| shard)
             .collect();
         for shard in orphaned {
@@ -900,29 +830,16 @@ impl FleetState {
 
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
     fn finish(&mut self, shard: ShardId, now: Instant) {
-        if !self.moves.get(&shard).is_some_and(|m| m.handover.is_finished()) {
-            return;
+        match self.moves.finish(shard, now) {
+            Some(Ended::Cancelled) => self.map.forget_move(shard),
+            Some(Ended::Done) => self.gaps.acting(shard, now),
+            Some(Ended::Unowned) | None => {}
         }
-        let Some(m) = self.moves.remove(&shard) else { return };
-        let result = match m.handover.phase() {
-            Phase::Cancelled => {
-                self.map.forget_move(shard);
-                "cancelled"
-            }
-            Phase::Unowned { .. } => "unowned",
-            _ => {
-                self.gaps.acting(shard, now);
-                "done"
-            }
-        };
-        let took = now.saturating_duration_since(m.started_at);
-        tracing::info!(result, ?took, "move finished");
-        self.finished.push((result, took));
     }
 
     /// Moves that ended since the last call: how (done, cancelled, unowned) and how long they took.
     pub fn take_finished(&mut self) -> Vec<(&'static str, Duration)> {
-        std::mem::take(&mut self.finished)
+        self.moves.take_finished()
     }
 
     /// The hand-over gaps and unowned time since the last call (`owner_gaps.rs`).
@@ -943,26 +860,7 @@ impl FleetState {
                 out.sends.push((s.worker.clone(), Command::Revoke { shard, epoch: s.epoch }));
             }
         }
-        for (&shard, m) in self.moves.iter_mut() {
-            if now.saturating_duration_since(m.sent_at) < self.config.resend_after {
-                continue;
-            }
-            m.sent_at = now;
-            let h = &m.handover;
-            let epoch = h.epoch;
-            match h.phase() {
-                Phase::Preparing => out.sends.push((h.to.clone(), Command::Prepare { shard, epoch })),
-                Phase::Revoking => {
-                    if let Some(from) = &h.from {
-                        out.sends.push((from.clone(), Command::Revoke { shard, epoch }));
-                    }
-                }
-                Phase::Activating { barrier } => out
-                    .sends
-                    .push((h.to.clone(), Command::Activate { shard, epoch, barrier: barrier.clone() })),
-                _ => {}
-            }
-        }
+        out.sends.extend(self.moves.resend(now, self.config.resend_after));
     }
 
     fn tell_drained(&mut self, out: &mut StepOutput) {
@@ -970,32 +868,12 @@ impl FleetState {
         for worker in self.map.draining() {
             let busy = owners.contains_key(&worker)
                 || self.stopping.values().any(|s| s.worker == worker)
-                || self
-                    .moves
-                    .values()
-                    .any(|m| m.handover.to == worker || m.handover.from.as_ref() == Some(&worker));
+                || self.moves.any_involves(&worker);
             if !busy && self.drain_told.insert(worker.clone()) {
                 out.sends.push((worker, Command::DrainComplete));
             }
         }
     }
-}
-
-/// The span of a move's steps, so that each log line says which move of which shard it is about.
-/// Its callers enter it around each step (start, answer, expiry, cancel), which ends in
-/// [`FleetState::finish`]'s line when the move ends.
-fn move_span(h: &Handover) -> tracing::Span {
-    let span = tracing::info_span!(
-        "handover",
-        shard = h.shard.0,
-        epoch = h.epoch,
-        from = tracing::field::Empty,
-        to = %h.to
-    );
-    if let Some(from) = &h.from {
-        span.record("from", tracing::field::display(from));
-    }
-    span
 }
 
 #[cfg(test)]
