@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use super::owner_gaps::{GapObservations, OwnerGaps};
 use crate::handover::{Action, Barrier, Event, Phase};
 use crate::ids::{ShardId, WorkerId};
-use crate::placement::{self, Move, PlacementConfig, PlacementInput};
+use crate::placement::{Move, PlacementConfig};
 use crate::store::ShardMapRecord;
+use balancing::{Balancing, MoveCause};
 use moves::{Ended, MovesInFlight};
 use shard_map::ShardMap;
 
+mod balancing;
 mod moves;
 mod shard_map;
 
@@ -94,6 +96,30 @@ pub struct StepInput {
     pub acks: Vec<Ack>,
 }
 
+impl StepInput {
+    /// Its lease is renewed and its session is connected.
+    fn is_live(&self, worker: &WorkerId) -> bool {
+        self.workers.get(worker) == Some(&WorkerHealth::Live)
+    }
+
+    /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
+    /// session).
+    fn may_keep_shards(&self, worker: &WorkerId) -> bool {
+        matches!(self.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
+    }
+
+    /// It stopped by its own clock, or is not known to run at all.
+    fn is_gone(&self, worker: &WorkerId) -> bool {
+        self.workers.get(worker).is_none_or(|h| *h == WorkerHealth::Gone)
+    }
+
+    /// Whether every shard's load has been reported (placement weighs a shard without one as an
+    /// idle one).
+    fn every_load_measured(&self, shard_count: u32) -> bool {
+        (0..shard_count).all(|s| self.loads.contains_key(&ShardId(s)))
+    }
+}
+
 /// What the controller must do: store the map (when `store`), and only then send.
 #[derive(Debug, Default)]
 pub struct StepOutput {
@@ -151,13 +177,6 @@ struct Stopping {
     sent_at: Instant,
 }
 
-/// Why a shard last moved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MoveCause {
-    Operator,
-    Balance,
-}
-
 #[derive(Debug)]
 pub struct FleetState {
     map: ShardMap,
@@ -168,22 +187,12 @@ pub struct FleetState {
     registered: BTreeSet<WorkerId>,
     requested: Vec<Move>,
     leading_since: Instant,
-    /// When each shard last started moving, so that placement does not move it straight back
-    /// (an operator's move, or loads that wobble), and whether an operator asked for it.
-    moved_at: BTreeMap<ShardId, (Instant, MoveCause)>,
+    balancing: Balancing,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
     stopping: BTreeMap<ShardId, Stopping>,
     /// Since when each worker registered with this leader has had no session.
     disconnected_since: BTreeMap<WorkerId, Instant>,
-    /// Shards the map gave a worker that registered again without them (it restarted), and
-    /// when: placement gives them back to it while it may take them, rather than spreading them
-    /// and then filling the empty worker from everyone else (a storm of restarts moved half as
-    /// many shards again as the restarted workers held).
-    returning: BTreeMap<ShardId, (WorkerId, Instant)>,
-    /// Shards the stored map gave an owner when this leader started, not moved since: the
-    /// previous leader may have been holding a balancing move of them back.
-    inherited: BTreeSet<ShardId>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -212,7 +221,7 @@ impl FleetState {
     /// on; a drained worker that stopped meanwhile loses its drain at the first step.
     pub fn new(stored: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
         let map = ShardMap::from_stored(stored);
-        let inherited = map.owned().map(|(shard, _)| shard).collect();
+        let balancing = Balancing::new(&config, &map, now);
         let mut gaps = OwnerGaps::new(now);
         for shard in (0..map.shard_count()).map(ShardId) {
             if map.owner(shard).is_none() {
@@ -227,12 +236,10 @@ impl FleetState {
             registered: BTreeSet::new(),
             requested: Vec::new(),
             leading_since: now,
-            moved_at: BTreeMap::new(),
+            balancing,
             gaps,
             stopping: BTreeMap::new(),
             disconnected_since: BTreeMap::new(),
-            returning: BTreeMap::new(),
-            inherited,
         }
     }
 
@@ -306,65 +313,7 @@ impl FleetState {
 
     /// The moves placement would start now, without the hysteresis band when `rebalance`.
     pub fn plan(&self, input: &StepInput, rebalance: bool) -> Vec<Move> {
-        let eligible: BTreeSet<WorkerId> = input
-            .workers
-            .iter()
-            // A worker whose session dropped keeps its place while its lease runs: it is most
-            // likely reconnecting, and commands to it are sent again until it is back.
-            .filter(|(w, h)| {
-                matches!(h, WorkerHealth::Live | WorkerHealth::Disconnected) && !self.is_draining(w)
-            })
-            .map(|(w, _)| w.clone())
-            .collect();
-        let mut current = BTreeMap::new();
-        for (shard, record) in self.map.records() {
-            if let Some(to) = self.moves.target(shard) {
-                current.insert(shard, to.clone());
-            } else if let Some(owner) = &record.owner {
-                let owner = WorkerId(owner.clone());
-                if input.workers.get(&owner).is_some_and(|h| *h != WorkerHealth::Gone) {
-                    current.insert(shard, owner);
-                }
-            }
-        }
-        let mut pins = self.map.pins();
-        for (shard, (worker, _)) in &self.returning {
-            if !current.contains_key(shard) && eligible.contains(worker) {
-                pins.entry(*shard).or_insert_with(|| worker.clone());
-            }
-        }
-        // While a worker holds nothing (it joined, or came back), a shard that placement moved
-        // within `min_move_interval` stays with an owner that may keep it, as if pinned there:
-        // placement fills the newcomer with shards that may move now, rather than with ones the
-        // step would skip, which left it empty for up to the interval. Otherwise recent moves are
-        // not held so: balancing around them would move other shards in their place, and an
-        // operator's move or a leave would set off more moves than it needs.
-        let now = input.now.unwrap_or_else(Instant::now);
-        let owning: BTreeSet<&WorkerId> = current.values().collect();
-        if eligible.iter().any(|w| !owning.contains(w)) {
-            for (shard, owner) in &current {
-                let by_balance = matches!(self.moved_at.get(shard), Some((_, MoveCause::Balance)));
-                let recent = Move { shard: *shard, from: Some(owner.clone()), to: owner.clone() };
-                if by_balance && !pins.contains_key(shard) && self.recently_moved(&recent, input, now) {
-                    pins.insert(*shard, owner.clone());
-                }
-            }
-        }
-        let mut config = self.config.placement.clone();
-        if rebalance {
-            config.hysteresis = 0.0;
-        }
-        let placed = placement::place(
-            PlacementInput {
-                shard_count: self.map.shard_count(),
-                eligible: &eligible,
-                loads: &input.loads,
-                pins: &pins,
-                current: &current,
-            },
-            &config,
-        );
-        placed.moves.into_iter().filter(|m| !self.moves.contains(m.shard)).collect()
+        self.balancing.plan(&self.map, &self.moves, input, rebalance)
     }
 
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
@@ -383,20 +332,16 @@ impl FleetState {
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
         self.moves.end_retry_waits(now);
-        let window = self.config.registration_grace;
-        self.returning.retain(|shard, (_, at)| {
-            now.saturating_duration_since(*at) < window && self.map.owner(*shard).is_none()
-        });
+        self.balancing.end_returns(&self.map, now);
         // A fail-over must move nothing: place only once every worker whose lease runs had its
         // chance to register with this leader (a dead one's lease runs out within the grace).
         let settled =
             input.workers.iter().all(|(w, h)| *h == WorkerHealth::Gone || self.registered.contains(w))
                 || now.saturating_duration_since(self.leading_since) >= self.config.registration_grace;
         if settled {
-            let live = |w: &WorkerId| input.workers.get(w) == Some(&WorkerHealth::Live);
             // An operator's move waits for its target to be live.
             let (ready, waiting): (Vec<Move>, Vec<Move>) =
-                std::mem::take(&mut self.requested).into_iter().partition(|m| live(&m.to));
+                std::mem::take(&mut self.requested).into_iter().partition(|m| input.is_live(&m.to));
             self.requested = waiting;
             for m in ready {
                 if self.moves.waits_to_retry(m.shard) {
@@ -404,20 +349,15 @@ impl FleetState {
                     continue;
                 }
                 self.start(m.shard, m.to, input, now, &mut out);
-                self.moved_at.insert(m.shard, (now, MoveCause::Operator));
+                self.balancing.moved(m.shard, now, MoveCause::Operator);
             }
             let owning = self.shards_by_owner();
-            let loads_measured = self.every_load_measured(input);
+            let loads_measured = input.every_load_measured(self.map.shard_count());
             for m in self.plan(input, false) {
-                let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
-                if !urgent && self.moves.paced() >= self.config.max_moves_in_flight {
-                    continue;
-                }
                 // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !live(&m.to)
-                    || self.recently_moved(&m, input, now)
+                if !input.is_live(&m.to)
                     || self.moves.waits_to_retry(m.shard)
-                    || self.held_back_after_failover(&m, input, now, &owning)
+                    || self.balancing.holds_back(&m, &self.map, &self.moves, input, now, &owning)
                 {
                     continue;
                 }
@@ -425,7 +365,7 @@ impl FleetState {
                 // Placing a shard nobody owned is not a move to hold back, nor one decided on
                 // guessed loads (see `FleetConfig::min_move_interval`).
                 if m.from.is_some() && loads_measured {
-                    self.moved_at.insert(m.shard, (now, MoveCause::Balance));
+                    self.balancing.moved(m.shard, now, MoveCause::Balance);
                 }
             }
             self.start_standbys(input, now, &mut out);
@@ -433,18 +373,6 @@ impl FleetState {
         self.tell_drained(&mut out);
         out.store |= self.map.take_pins_or_drains_changed();
         out
-    }
-
-    /// Whether every shard's load has been reported (placement weighs a shard without one as an
-    /// idle one).
-    fn every_load_measured(&self, input: &StepInput) -> bool {
-        (0..self.map.shard_count()).all(|s| input.loads.contains_key(&ShardId(s)))
-    }
-
-    /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
-    /// session).
-    fn may_keep_shards(input: &StepInput, worker: &WorkerId) -> bool {
-        matches!(input.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
     }
 
     /// Workers that registered with this leader and have had no session for `standby_after`:
@@ -482,7 +410,7 @@ impl FleetState {
             .collect();
         for m in self.plan(&without, false) {
             let Some(from) = m.from.filter(|f| suspects.contains(f)) else { continue };
-            if input.workers.get(&m.to) != Some(&WorkerHealth::Live) || self.moves.waits_to_retry(m.shard) {
+            if !input.is_live(&m.to) || self.moves.waits_to_retry(m.shard) {
                 continue;
             }
             self.start_standby(m.shard, from, m.to, now, out);
@@ -511,51 +439,14 @@ impl FleetState {
     /// A worker suspected lost is back (it registered again, its lease never lapsed): its
     /// standby moves are cancelled, and it goes on acting for its shards.
     fn cancel_standbys_of_returned_workers(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let returned: Vec<ShardId> = self
-            .moves
-            .standbys()
-            .filter(|(_, from)| input.workers.get(*from) == Some(&WorkerHealth::Live))
-            .map(|(shard, _)| shard)
-            .collect();
+        let returned: Vec<ShardId> =
+            self.moves.standbys().filter(|(_, from)| input.is_live(from)).map(|(shard, _)| shard).collect();
         for shard in returned {
             let _move = self.moves.span(shard).map(tracing::Span::entered);
             tracing::info!(shard = shard.0, "the owner is back; the standby move is cancelled");
             self.cancel(shard, now, out);
             self.moves.retry_now(shard);
         }
-    }
-
-    /// A balancing move of a shard that moved within `min_move_interval`, off an owner that may
-    /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
-    fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
-        let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
-        self.owner_keeps(m, input) && now.saturating_duration_since(*at) < self.config.min_move_interval
-    }
-
-    fn owner_keeps(&self, m: &Move, input: &StepInput) -> bool {
-        m.from.as_ref().is_some_and(|f| {
-            !self.is_draining(f)
-                && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-                && self.map.pinned_to(m.shard).is_none_or(|p| p == f.0)
-        })
-    }
-
-    /// A new leader does not know which shards the previous one moved lately, and so held back:
-    /// for `min_move_interval` from its start it makes no balancing move of a shard it inherited
-    /// between two workers that both hold shards, so that a fail-over moves nothing by itself.
-    /// Filling a worker that holds nothing (a newcomer), moves off draining, gone or pinned-away
-    /// owners, and a new fleet's first placement and balancing go on.
-    fn held_back_after_failover(
-        &self,
-        m: &Move,
-        input: &StepInput,
-        now: Instant,
-        owning: &BTreeMap<WorkerId, u32>,
-    ) -> bool {
-        now.saturating_duration_since(self.leading_since) < self.config.min_move_interval
-            && self.inherited.contains(&m.shard)
-            && owning.contains_key(&m.to)
-            && self.owner_keeps(m, input)
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -565,11 +456,7 @@ impl FleetState {
         {
             return;
         }
-        let from = self
-            .map
-            .owner(shard)
-            .map(WorkerId::from)
-            .filter(|o| input.workers.get(o).is_some_and(|h| *h != WorkerHealth::Gone));
+        let from = self.map.owner(shard).map(WorkerId::from).filter(|o| !input.is_gone(o));
         if from.as_ref() == Some(&to) {
             return;
         }
@@ -584,8 +471,8 @@ impl FleetState {
             );
             return;
         };
-        self.inherited.remove(&shard);
-        let urgent = from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
+        self.balancing.no_longer_inherited(shard);
+        let urgent = from.as_ref().is_none_or(|f| !input.may_keep_shards(f));
         let actions = self.moves.start(shard, from, to, epoch, urgent, now);
         self.apply(actions, now, out);
     }
@@ -708,7 +595,7 @@ impl FleetState {
             self.map.clear_owner(shard);
             out.store = true;
             self.gaps.stopped(shard, now);
-            self.returning.insert(shard, (worker.clone(), now));
+            self.balancing.returning(shard, worker.clone(), now);
         }
     }
 
@@ -797,16 +684,15 @@ impl FleetState {
     }
 
     fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let gone = |w: &WorkerId| input.workers.get(w).is_none_or(|h| *h == WorkerHealth::Gone);
         for (shard, from, to) in self.moves.parties() {
             let _move = self.moves.span(shard).map(tracing::Span::entered);
             let mut events = Vec::new();
-            if from.as_ref().is_some_and(gone) {
+            if from.as_ref().is_some_and(|f| input.is_gone(f)) {
                 // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
                 self.gaps.stopped(shard, now);
                 events.push(Event::OldOwnerExpired);
             }
-            if gone(&to) {
+            if input.is_gone(&to) {
                 events.push(Event::NewOwnerExpired);
             }
             let actions = self.moves.advance(shard, events, now);
@@ -817,7 +703,7 @@ impl FleetState {
         let orphaned: Vec<ShardId> = self
             .map
             .owned()
-            .filter(|(shard, owner)| !self.moves.contains(*shard) && gone(owner))
+            .filter(|(shard, owner)| !self.moves.contains(*shard) && input.is_gone(owner))
             .map(|(shard, _)| shard)
             .collect();
         for shard in orphaned {

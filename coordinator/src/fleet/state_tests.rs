@@ -314,7 +314,7 @@ fn a_newcomer_is_filled_with_shards_that_may_move_now() {
     registered(&mut state, now, &[("a", LIVE), ("b", LIVE)], &[("a", holding(0)), ("b", holding(6))]);
     // Every shard of a has just moved there, to balance the fleet.
     for s in 0..6 {
-        state.moved_at.insert(ShardId(s), (now, MoveCause::Balance));
+        state.balancing.moved(ShardId(s), now, MoveCause::Balance);
     }
     let out = registered(&mut state, now + Duration::from_secs(1), &workers, &[("c", vec![])]);
     let to_c: Vec<u32> = out
