@@ -18,12 +18,17 @@ use crate::ids::{ShardId, WorkerId};
 use crate::placement::{Move, PlacementConfig};
 use crate::store::ShardMapRecord;
 use balancing::{Balancing, MoveCause};
+use liveness::Liveness;
 use moves::{Ended, MovesInFlight};
 use shard_map::ShardMap;
+use stopping::StoppingOwners;
 
 mod balancing;
+mod liveness;
 mod moves;
+mod registration;
 mod shard_map;
+mod stopping;
 
 /// What the leader knows of a worker this step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,32 +172,24 @@ impl Default for FleetConfig {
     }
 }
 
-/// A shard whose owner reported it Revoking to a new leader: the previous leader's move was cut
-/// short while the owner drained. It stays the owner's until the owner answers REVOKE (its
-/// in-flight reconciles have finished) or its lease runs out; only then does nobody act.
-#[derive(Debug)]
-struct Stopping {
-    worker: WorkerId,
-    epoch: u64,
-    sent_at: Instant,
-}
-
 #[derive(Debug)]
 pub struct FleetState {
-    map: ShardMap,
     config: FleetConfig,
+    /// The shard map as it is to be stored: owners, epochs, pins and drains.
+    map: ShardMap,
     moves: MovesInFlight,
+    /// Shards whose owner reported them Revoking to this leader.
+    stopping: StoppingOwners,
+    /// What placement is asked, and which of the moves it plans wait.
+    balancing: Balancing,
+    /// Who registered with this leader, and who is suspected lost.
+    liveness: Liveness,
+    /// Operators' moves that have not started yet.
+    requested: Vec<Move>,
     /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map.
     drain_told: BTreeSet<WorkerId>,
-    registered: BTreeSet<WorkerId>,
-    requested: Vec<Move>,
-    leading_since: Instant,
-    balancing: Balancing,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
-    stopping: BTreeMap<ShardId, Stopping>,
-    /// Since when each worker registered with this leader has had no session.
-    disconnected_since: BTreeMap<WorkerId, Instant>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -221,7 +218,6 @@ impl FleetState {
     /// on; a drained worker that stopped meanwhile loses its drain at the first step.
     pub fn new(stored: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
         let map = ShardMap::from_stored(stored);
-        let balancing = Balancing::new(&config, &map, now);
         let mut gaps = OwnerGaps::new(now);
         for shard in (0..map.shard_count()).map(ShardId) {
             if map.owner(shard).is_none() {
@@ -229,17 +225,15 @@ impl FleetState {
             }
         }
         Self {
+            moves: MovesInFlight::default(),
+            stopping: StoppingOwners::default(),
+            balancing: Balancing::new(&config, &map, now),
+            liveness: Liveness::new(&config, now),
+            requested: Vec::new(),
+            drain_told: BTreeSet::new(),
+            gaps,
             map,
             config,
-            moves: MovesInFlight::default(),
-            drain_told: BTreeSet::new(),
-            registered: BTreeSet::new(),
-            requested: Vec::new(),
-            leading_since: now,
-            balancing,
-            gaps,
-            stopping: BTreeMap::new(),
-            disconnected_since: BTreeMap::new(),
         }
     }
 
@@ -280,7 +274,7 @@ impl FleetState {
         match self.moves.phase(shard) {
             Some(Phase::Preparing | Phase::Standby) => ShardState::Preparing,
             Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
-            _ if self.stopping.contains_key(&shard) => ShardState::Revoking,
+            _ if self.stopping.contains(shard) => ShardState::Revoking,
             _ if self.owner(shard).is_some() => ShardState::Active,
             _ => ShardState::Unowned,
         }
@@ -333,12 +327,7 @@ impl FleetState {
         self.resend(now, &mut out);
         self.moves.end_retry_waits(now);
         self.balancing.end_returns(&self.map, now);
-        // A fail-over must move nothing: place only once every worker whose lease runs had its
-        // chance to register with this leader (a dead one's lease runs out within the grace).
-        let settled =
-            input.workers.iter().all(|(w, h)| *h == WorkerHealth::Gone || self.registered.contains(w))
-                || now.saturating_duration_since(self.leading_since) >= self.config.registration_grace;
-        if settled {
+        if self.liveness.settled(input, now) {
             // An operator's move waits for its target to be live.
             let (ready, waiting): (Vec<Move>, Vec<Move>) =
                 std::mem::take(&mut self.requested).into_iter().partition(|m| input.is_live(&m.to));
@@ -375,85 +364,8 @@ impl FleetState {
         out
     }
 
-    /// Workers that registered with this leader and have had no session for `standby_after`:
-    /// most likely dead (a SIGKILL, a lost node), though only their lease can tell.
-    fn suspected_lost(&mut self, input: &StepInput, now: Instant) -> BTreeSet<WorkerId> {
-        let disconnected: BTreeSet<&WorkerId> = input
-            .workers
-            .iter()
-            .filter(|(w, h)| **h == WorkerHealth::Disconnected && self.registered.contains(*w))
-            .map(|(w, _)| w)
-            .collect();
-        self.disconnected_since.retain(|w, _| disconnected.contains(w));
-        let mut suspects = BTreeSet::new();
-        for worker in disconnected {
-            let since = *self.disconnected_since.entry(worker.clone()).or_insert(now);
-            if now.saturating_duration_since(since) >= self.config.standby_after {
-                suspects.insert(worker.clone());
-            }
-        }
-        suspects
-    }
-
-    /// Warms the shards of workers suspected lost where placement would put them without those
-    /// workers, by standby moves ([`Handover::start_standby`]): they act once the lease runs out.
-    fn start_standbys(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let suspects = self.suspected_lost(input, now);
-        if suspects.is_empty() {
-            return;
-        }
-        let mut without = StepInput { now: input.now, loads: input.loads.clone(), ..StepInput::default() };
-        without.workers = input
-            .workers
-            .iter()
-            .map(|(w, h)| (w.clone(), if suspects.contains(w) { WorkerHealth::Expiring } else { *h }))
-            .collect();
-        for m in self.plan(&without, false) {
-            let Some(from) = m.from.filter(|f| suspects.contains(f)) else { continue };
-            if !input.is_live(&m.to) || self.moves.waits_to_retry(m.shard) {
-                continue;
-            }
-            self.start_standby(m.shard, from, m.to, now, out);
-        }
-    }
-
-    fn start_standby(
-        &mut self,
-        shard: ShardId,
-        from: WorkerId,
-        to: WorkerId,
-        now: Instant,
-        out: &mut StepOutput,
-    ) {
-        if self.moves.contains(shard) || self.stopping.contains_key(&shard) {
-            return;
-        }
-        if !self.map.is_owner(shard, &from) {
-            return;
-        }
-        let Some(epoch) = self.map.epoch(shard).checked_add(1) else { return };
-        let actions = self.moves.start_standby(shard, from, to, epoch, now);
-        self.apply(actions, now, out);
-    }
-
-    /// A worker suspected lost is back (it registered again, its lease never lapsed): its
-    /// standby moves are cancelled, and it goes on acting for its shards.
-    fn cancel_standbys_of_returned_workers(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let returned: Vec<ShardId> =
-            self.moves.standbys().filter(|(_, from)| input.is_live(from)).map(|(shard, _)| shard).collect();
-        for shard in returned {
-            let _move = self.moves.span(shard).map(tracing::Span::entered);
-            tracing::info!(shard = shard.0, "the owner is back; the standby move is cancelled");
-            self.cancel(shard, now, out);
-            self.moves.retry_now(shard);
-        }
-    }
-
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        if self.moves.contains(shard)
-            || self.stopping.contains_key(&shard)
-            || shard.0 >= self.map.shard_count()
-        {
+        if self.moves.contains(shard) || self.stopping.contains(shard) || shard.0 >= self.map.shard_count() {
             return;
         }
         let from = self.map.owner(shard).map(WorkerId::from).filter(|o| !input.is_gone(o));
@@ -510,105 +422,13 @@ impl FleetState {
         }
     }
 
-    fn reconcile_registration(
-        &mut self,
-        worker: &WorkerId,
-        held: &[HeldShard],
-        now: Instant,
-        out: &mut StepOutput,
-    ) {
-        self.registered.insert(worker.clone());
-        // What it reports now replaces what it reported before (it may have restarted).
-        self.stopping.retain(|_, s| s.worker != *worker);
-        // Shards it goes on holding as this map's owner (or as part of a move in flight).
-        let mut kept: BTreeSet<ShardId> = BTreeSet::new();
-        for h in held {
-            if self.moves.is_involved(h.shard, worker) {
-                kept.insert(h.shard);
-                continue;
-            }
-            let recorded_epoch = self.map.epoch(h.shard);
-            // The map's owner may hold an older epoch than the record's: a move away from it was
-            // recorded (its epoch persisted first) but cancelled or cut short by a fail-over.
-            let owns = self.map.is_owner(h.shard, worker) && h.epoch <= recorded_epoch;
-            match (owns, h.phase) {
-                (true, HeldPhase::Active) => {
-                    kept.insert(h.shard);
-                }
-                // The previous leader recorded it as owner and told it to act; it had not yet.
-                (true, HeldPhase::Preparing) => {
-                    kept.insert(h.shard);
-                    self.gaps.unowned_before(h.shard, now);
-                    out.sends.push((
-                        worker.clone(),
-                        Command::Activate {
-                            shard: h.shard,
-                            epoch: h.epoch,
-                            barrier: Barrier::ConsistentList,
-                        },
-                    ));
-                }
-                // It stopped taking work for a move the previous leader did not finish, but its
-                // in-flight reconciles may still be writing: REVOKE again, and wait for its answer.
-                // The REVOKE's epoch must pass the held one, and is stored before it is sent.
-                (true, HeldPhase::Revoking) => {
-                    kept.insert(h.shard);
-                    self.gaps.stopped(h.shard, now);
-                    let epoch = recorded_epoch.max(h.epoch.saturating_add(1));
-                    if epoch != recorded_epoch {
-                        self.map.record_stop(h.shard, epoch);
-                        out.store = true;
-                    }
-                    self.stopping.insert(h.shard, Stopping { worker: worker.clone(), epoch, sent_at: now });
-                    out.sends.push((worker.clone(), Command::Revoke { shard: h.shard, epoch }));
-                }
-                (false, _) => {
-                    out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }))
-                }
-            }
-        }
-        // Standby moves off it for shards it no longer holds (it restarted, or its lease lapsed
-        // and it dropped them): it has stopped acting for them, so they activate now.
-        let released: Vec<ShardId> = self
-            .moves
-            .standbys()
-            .filter(|(shard, from)| *from == worker && !kept.contains(shard))
-            .map(|(shard, _)| shard)
-            .collect();
-        for shard in released {
-            self.gaps.stopped(shard, now);
-            let _move = self.moves.span(shard).map(tracing::Span::entered);
-            let actions = self.moves.advance(shard, [Event::OldOwnerExpired], now);
-            self.moves.restart_resend_timer(shard, now);
-            self.apply(actions, now, out);
-            self.finish(shard, now);
-        }
-        // Shards the map gives it that it no longer holds (it restarted) or was just told to
-        // drop: nobody acts for them.
-        let lost: Vec<ShardId> = self
-            .map
-            .owned()
-            .filter(|(shard, owner)| owner == worker && !kept.contains(shard) && !self.moves.contains(*shard))
-            .map(|(shard, _)| shard)
-            .collect();
-        for shard in lost {
-            self.map.clear_owner(shard);
-            out.store = true;
-            self.gaps.stopped(shard, now);
-            self.balancing.returning(shard, worker.clone(), now);
-        }
-    }
-
     fn on_ack(&mut self, ack: &Ack, now: Instant, out: &mut StepOutput) {
         if let Step::Refused { held_epoch } = ack.step {
             self.on_refused(ack, held_epoch, now, out);
             return;
         }
-        if ack.step == Step::Revoked
-            && self.stopping.get(&ack.shard).is_some_and(|s| s.worker == ack.worker && s.epoch == ack.epoch)
-        {
+        if ack.step == Step::Revoked && self.stopping.stopped(ack.shard, &ack.worker, ack.epoch) {
             // Its in-flight work has finished: nobody acts, and placement may place it again.
-            self.stopping.remove(&ack.shard);
             if self.map.clear_owner(ack.shard) {
                 out.store = true;
             }
@@ -683,37 +503,6 @@ impl FleetState {
         out.store = true;
     }
 
-    fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        for (shard, from, to) in self.moves.parties() {
-            let _move = self.moves.span(shard).map(tracing::Span::entered);
-            let mut events = Vec::new();
-            if from.as_ref().is_some_and(|f| input.is_gone(f)) {
-                // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
-                self.gaps.stopped(shard, now);
-                events.push(Event::OldOwnerExpired);
-            }
-            if input.is_gone(&to) {
-                events.push(Event::NewOwnerExpired);
-            }
-            let actions = self.moves.advance(shard, events, now);
-            self.apply(actions, now, out);
-            self.finish(shard, now);
-        }
-        // Owners that are gone, with no move: nobody acts for their shards until placed again.
-        let orphaned: Vec<ShardId> = self
-            .map
-            .owned()
-            .filter(|(shard, owner)| !self.moves.contains(*shard) && input.is_gone(owner))
-            .map(|(shard, _)| shard)
-            .collect();
-        for shard in orphaned {
-            self.map.clear_owner(shard);
-            out.store = true;
-            self.gaps.stopped(shard, now);
-            self.stopping.remove(&shard);
-        }
-    }
-
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
     fn finish(&mut self, shard: ShardId, now: Instant) {
         match self.moves.finish(shard, now) {
@@ -740,12 +529,7 @@ impl FleetState {
     }
 
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
-        for (&shard, s) in self.stopping.iter_mut() {
-            if now.saturating_duration_since(s.sent_at) >= self.config.resend_after {
-                s.sent_at = now;
-                out.sends.push((s.worker.clone(), Command::Revoke { shard, epoch: s.epoch }));
-            }
-        }
+        out.sends.extend(self.stopping.resend(now, self.config.resend_after));
         out.sends.extend(self.moves.resend(now, self.config.resend_after));
     }
 
@@ -753,7 +537,7 @@ impl FleetState {
         let owners = self.shards_by_owner();
         for worker in self.map.draining() {
             let busy = owners.contains_key(&worker)
-                || self.stopping.values().any(|s| s.worker == worker)
+                || self.stopping.any_of(&worker)
                 || self.moves.any_involves(&worker);
             if !busy && self.drain_told.insert(worker.clone()) {
                 out.sends.push((worker, Command::DrainComplete));
