@@ -13,10 +13,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::owner_gaps::{GapObservations, OwnerGaps};
-use crate::handover::{Action, Barrier, Event, Phase};
+use crate::handover::{Action, Event, Phase};
 use crate::ids::{ShardId, WorkerId};
-use crate::placement::{Move, PlacementConfig};
+use crate::placement::Move;
 use crate::store::ShardMapRecord;
+pub use config::FleetConfig;
+pub use step_io::{Ack, Command, HeldPhase, HeldShard, Step, StepInput, StepOutput, WorkerHealth};
+
 use balancing::{Balancing, MoveCause};
 use liveness::Liveness;
 use moves::{Ended, MovesInFlight};
@@ -24,153 +27,14 @@ use shard_map::ShardMap;
 use stopping::StoppingOwners;
 
 mod balancing;
+mod config;
+mod drains;
 mod liveness;
 mod moves;
 mod registration;
 mod shard_map;
+mod step_io;
 mod stopping;
-
-/// What the leader knows of a worker this step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerHealth {
-    /// Its lease is renewed and its session is connected.
-    Live,
-    /// Its lease is renewed but it has no session (it may still act for its shards).
-    Disconnected,
-    /// Its lease is close to expiring: it keeps its shards but gets no new ones.
-    Expiring,
-    /// Its lease expired plus the margin: it has stopped by its own clock.
-    Gone,
-}
-
-/// A shard as a worker reports holding it at registration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldShard {
-    pub shard: ShardId,
-    pub epoch: u64,
-    pub phase: HeldPhase,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeldPhase {
-    Preparing,
-    Active,
-    Revoking,
-}
-
-/// Which command an acknowledgement answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Prepared,
-    Revoked,
-    Activated,
-    Dropped,
-    /// PREPARE could not be carried out; `held_epoch` is the highest epoch the worker knew the
-    /// shard at, when that is why.
-    Refused {
-        held_epoch: Option<u64>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ack {
-    pub worker: WorkerId,
-    pub shard: ShardId,
-    pub epoch: u64,
-    pub step: Step,
-    pub last_write: Option<String>,
-}
-
-/// A command for one worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Prepare { shard: ShardId, epoch: u64 },
-    Revoke { shard: ShardId, epoch: u64 },
-    Activate { shard: ShardId, epoch: u64, barrier: Barrier },
-    Drop { shard: ShardId, epoch: u64 },
-    DrainComplete,
-}
-
-/// What one step learnt.
-#[derive(Debug, Default)]
-pub struct StepInput {
-    pub now: Option<Instant>,
-    pub workers: BTreeMap<WorkerId, WorkerHealth>,
-    pub loads: BTreeMap<ShardId, f64>,
-    pub registrations: Vec<(WorkerId, Vec<HeldShard>)>,
-    pub acks: Vec<Ack>,
-}
-
-impl StepInput {
-    /// Its lease is renewed and its session is connected.
-    fn is_live(&self, worker: &WorkerId) -> bool {
-        self.workers.get(worker) == Some(&WorkerHealth::Live)
-    }
-
-    /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
-    /// session).
-    fn may_keep_shards(&self, worker: &WorkerId) -> bool {
-        matches!(self.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-    }
-
-    /// It stopped by its own clock, or is not known to run at all.
-    fn is_gone(&self, worker: &WorkerId) -> bool {
-        self.workers.get(worker).is_none_or(|h| *h == WorkerHealth::Gone)
-    }
-
-    /// Whether every shard's load has been reported (placement weighs a shard without one as an
-    /// idle one).
-    fn every_load_measured(&self, shard_count: u32) -> bool {
-        (0..shard_count).all(|s| self.loads.contains_key(&ShardId(s)))
-    }
-}
-
-/// What the controller must do: store the map (when `store`), and only then send.
-#[derive(Debug, Default)]
-pub struct StepOutput {
-    pub store: bool,
-    pub sends: Vec<(WorkerId, Command)>,
-}
-
-#[derive(Debug, Clone)]
-pub struct FleetConfig {
-    pub placement: PlacementConfig,
-    /// Moves started at once; the rest wait for a later step.
-    pub max_moves_in_flight: usize,
-    /// A move's current command goes again when it has made no progress for this long (the
-    /// worker may have missed it while reconnecting; every command is idempotent).
-    pub resend_after: Duration,
-    /// After becoming leader, how long placement waits for live workers to register.
-    pub registration_grace: Duration,
-    /// A shard that moved for balance, while every shard's load was known, is not moved again
-    /// for balance within this long. Moves made before then (a new fleet filling its workers
-    /// before their first reports) were decided on guessed loads, and are not held: the first
-    /// placement on measured loads may correct them at once.
-    pub min_move_interval: Duration,
-    /// A move whose new owner has not warmed the shard within this long is cancelled (the old
-    /// owner, if any, keeps acting) and placed again.
-    pub prepare_timeout: Duration,
-    /// A worker that registered with this leader and then lost its session for this long is
-    /// suspected lost: its shards are warmed on the workers they would go to (standby moves),
-    /// so that they act as soon as its lease runs out instead of only then starting to list.
-    /// Well inside the shortest lease, so the warming still overlaps the wait; long enough that
-    /// a broken connection or a process restarted at once moves nothing.
-    pub standby_after: Duration,
-}
-
-impl Default for FleetConfig {
-    fn default() -> Self {
-        Self {
-            placement: PlacementConfig::default(),
-            max_moves_in_flight: 64,
-            resend_after: Duration::from_secs(3),
-            registration_grace: Duration::from_secs(10),
-            min_move_interval: Duration::from_secs(60),
-            prepare_timeout: Duration::from_secs(120),
-            standby_after: Duration::from_secs(1),
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct FleetState {
@@ -310,6 +174,9 @@ impl FleetState {
         self.balancing.plan(&self.map, &self.moves, input, rebalance)
     }
 
+    /// One step: what the workers told (registrations, then acknowledgements) and what their
+    /// leases say, then what is overdue (stalled PREPAREs, commands to send again), then, once
+    /// placement may start, the moves to start; the map is to be stored before the sends.
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
         let now = input.now.unwrap_or_else(Instant::now);
         let mut out = StepOutput::default();
@@ -328,40 +195,50 @@ impl FleetState {
         self.moves.end_retry_waits(now);
         self.balancing.end_returns(&self.map, now);
         if self.liveness.settled(input, now) {
-            // An operator's move waits for its target to be live.
-            let (ready, waiting): (Vec<Move>, Vec<Move>) =
-                std::mem::take(&mut self.requested).into_iter().partition(|m| input.is_live(&m.to));
-            self.requested = waiting;
-            for m in ready {
-                if self.moves.waits_to_retry(m.shard) {
-                    self.requested.push(m);
-                    continue;
-                }
-                self.start(m.shard, m.to, input, now, &mut out);
-                self.balancing.moved(m.shard, now, MoveCause::Operator);
-            }
-            let owning = self.shards_by_owner();
-            let loads_measured = input.every_load_measured(self.map.shard_count());
-            for m in self.plan(input, false) {
-                // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !input.is_live(&m.to)
-                    || self.moves.waits_to_retry(m.shard)
-                    || self.balancing.holds_back(&m, &self.map, &self.moves, input, now, &owning)
-                {
-                    continue;
-                }
-                self.start(m.shard, m.to.clone(), input, now, &mut out);
-                // Placing a shard nobody owned is not a move to hold back, nor one decided on
-                // guessed loads (see `FleetConfig::min_move_interval`).
-                if m.from.is_some() && loads_measured {
-                    self.balancing.moved(m.shard, now, MoveCause::Balance);
-                }
-            }
+            self.start_requested_moves(input, now, &mut out);
+            self.start_placed_moves(input, now, &mut out);
             self.start_standbys(input, now, &mut out);
         }
         self.tell_drained(&mut out);
         out.store |= self.map.take_pins_or_drains_changed();
         out
+    }
+
+    /// Operators' moves whose target is live and whose shard does not wait to retry; the others
+    /// wait for a later step.
+    fn start_requested_moves(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let (ready, waiting): (Vec<Move>, Vec<Move>) =
+            std::mem::take(&mut self.requested).into_iter().partition(|m| input.is_live(&m.to));
+        self.requested = waiting;
+        for m in ready {
+            if self.moves.waits_to_retry(m.shard) {
+                self.requested.push(m);
+                continue;
+            }
+            self.start(m.shard, m.to, input, now, out);
+            self.balancing.moved(m.shard, now, MoveCause::Operator);
+        }
+    }
+
+    /// The moves placement plans that the balancing policy does not hold back.
+    fn start_placed_moves(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let owning = self.shards_by_owner();
+        let loads_measured = input.every_load_measured(self.map.shard_count());
+        for m in self.plan(input, false) {
+            // Shards go only to workers with a session: a disconnected one keeps what it has.
+            if !input.is_live(&m.to)
+                || self.moves.waits_to_retry(m.shard)
+                || self.balancing.holds_back(&m, &self.map, &self.moves, input, now, &owning)
+            {
+                continue;
+            }
+            self.start(m.shard, m.to.clone(), input, now, out);
+            // Placing a shard nobody owned is not a move to hold back, nor one decided on
+            // guessed loads (see `FleetConfig::min_move_interval`).
+            if m.from.is_some() && loads_measured {
+                self.balancing.moved(m.shard, now, MoveCause::Balance);
+            }
+        }
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
@@ -467,21 +344,6 @@ impl FleetState {
         }
     }
 
-    /// A drain lasts as long as the drained process: once its lease stops being renewed (it
-    /// exited, removing its record, or died), a worker started again under the same id — the
-    /// next pod of a StatefulSet's rolling restart — takes shards again. A drained worker that
-    /// keeps running keeps its drain, whatever its session does.
-    fn end_drains_of_stopped_workers(&mut self, input: &StepInput) {
-        let stopped = |w: &WorkerId| {
-            matches!(input.workers.get(w), None | Some(WorkerHealth::Expiring | WorkerHealth::Gone))
-        };
-        let ended: Vec<WorkerId> = self.map.draining().into_iter().filter(|w| stopped(w)).collect();
-        for worker in ended {
-            tracing::info!(%worker, "the drained worker stopped; its drain ends");
-            self.set_draining(&worker, false);
-        }
-    }
-
     /// Moves still preparing after `prepare_timeout`: the new owner cannot warm the shard.
     fn cancel_stalled_prepares(&mut self, now: Instant, out: &mut StepOutput) {
         for shard in self.moves.stalled_prepares(now, self.config.prepare_timeout) {
@@ -531,18 +393,6 @@ impl FleetState {
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
         out.sends.extend(self.stopping.resend(now, self.config.resend_after));
         out.sends.extend(self.moves.resend(now, self.config.resend_after));
-    }
-
-    fn tell_drained(&mut self, out: &mut StepOutput) {
-        let owners = self.shards_by_owner();
-        for worker in self.map.draining() {
-            let busy = owners.contains_key(&worker)
-                || self.stopping.any_of(&worker)
-                || self.moves.any_involves(&worker);
-            if !busy && self.drain_told.insert(worker.clone()) {
-                out.sends.push((worker, Command::DrainComplete));
-            }
-        }
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::handover::Barrier;
 use crate::store::ShardRecord;
 
 pub(super) fn w(name: &str) -> WorkerId {
