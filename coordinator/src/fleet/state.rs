@@ -3,6 +3,20 @@
 //! loads, operator requests) and returns whether the shard map must be stored and the commands
 //! to send after it is. The controller (`controller.rs`) does the I/O.
 //!
+//! [`FleetState::step`] is the one entry point; the parts it drives each read alone:
+//! - `shard_map`: the stored map (owners, epochs, the move each shard is recorded in, pins,
+//!   drains) and the only code that changes it;
+//! - `moves`: the moves in flight, each a [`crate::handover::Handover`], with resends, stalled
+//!   PREPAREs, cancels and the waits before a cancelled shard moves again;
+//! - `balancing`: what placement is asked, and which of its moves a step holds back;
+//! - `liveness`: registrations, when placement may start, suspected-lost workers, and what
+//!   follows from leases (moves off gone workers, standby moves);
+//! - `registration`: what a worker reports holding, reconciled with the map; `stopping`: shards
+//!   an owner reported Revoking to a new leader; `drains`: the end of a drain.
+//!
+//! This file carries out the hand-overs' actions (record in the map, send) and answers the admin
+//! API. What goes in and out of a step is in `step_io`.
+//!
 //! Why invariant 1 holds across a coordinator fail-over: a new leader trusts only the stored map
 //! and what workers report at registration. A shard whose owner reports it Revoking is unowned
 //! (that owner stopped); a worker reporting a shard the map does not give it at that epoch is told
