@@ -379,6 +379,14 @@ impl FleetState {
         out.store = true;
     }
 
+    /// The shard's owner stopped acting for it, with no move: the map gives it nobody until it is
+    /// placed again.
+    fn owner_stopped(&mut self, shard: ShardId, now: Instant, out: &mut StepOutput) {
+        self.map.clear_owner(shard);
+        out.store = true;
+        self.gaps.stopped(shard, now);
+    }
+
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
     fn finish(&mut self, shard: ShardId, now: Instant) {
         match self.moves.finish(shard, now) {

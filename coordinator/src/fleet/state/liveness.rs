@@ -90,9 +90,7 @@ impl FleetState {
             .map(|(shard, _)| shard)
             .collect();
         for shard in orphaned {
-            self.map.clear_owner(shard);
-            out.store = true;
-            self.gaps.stopped(shard, now);
+            self.owner_stopped(shard, now, out);
             self.stopping.remove(shard);
         }
     }

@@ -113,9 +113,7 @@ impl MovesInFlight {
         now: Instant,
     ) -> Vec<Action> {
         let (handover, actions) = Handover::start(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("move started");
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent });
+        self.track(handover, urgent, now, "move started");
         actions
     }
 
@@ -129,10 +127,14 @@ impl MovesInFlight {
         now: Instant,
     ) -> Vec<Action> {
         let (handover, actions) = Handover::start_standby(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("standby move started: the owner lost its session");
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent: true });
+        self.track(handover, true, now, "standby move started: the owner lost its session");
         actions
+    }
+
+    fn track(&mut self, handover: Handover, urgent: bool, now: Instant, started: &str) {
+        let _move = move_span(&handover).entered();
+        tracing::debug!("{started}");
+        self.moves.insert(handover.shard, InFlight { handover, sent_at: now, started_at: now, urgent });
     }
 
     /// Feeds the shard's move what happened; returns what to do. A move that sent something

@@ -96,9 +96,7 @@ impl FleetState {
             .map(|(shard, _)| shard)
             .collect();
         for shard in lost {
-            self.map.clear_owner(shard);
-            out.store = true;
-            self.gaps.stopped(shard, now);
+            self.owner_stopped(shard, now, out);
             self.balancing.returning(shard, worker.clone(), now);
         }
     }
