@@ -31,9 +31,6 @@ use crate::handover::{Action, Event, Phase};
 use crate::ids::{ShardId, WorkerId};
 use crate::placement::Move;
 use crate::store::ShardMapRecord;
-pub use config::FleetConfig;
-pub use step_io::{Ack, Command, HeldPhase, HeldShard, Step, StepInput, StepOutput, WorkerHealth};
-
 use balancing::{Balancing, MoveCause};
 use liveness::Liveness;
 use moves::{Ended, MovesInFlight};
@@ -49,6 +46,9 @@ mod registration;
 mod shard_map;
 mod step_io;
 mod stopping;
+
+pub use config::FleetConfig;
+pub use step_io::{Ack, Command, HeldPhase, HeldShard, Step, StepInput, StepOutput, WorkerHealth};
 
 #[derive(Debug)]
 pub struct FleetState {
