@@ -165,7 +165,7 @@ impl FleetAdmin for AdminService {
                         } else {
                             1.0
                         }),
-                        pinned: state.map.pins.contains_key(&i),
+                        pinned: state.is_pinned(shard),
                     }
                 })
                 .collect();

@@ -109,7 +109,7 @@ async fn lead<S: CoordinationStore>(
                 metrics.observe_activate_times(&shared.hub.take_activate_times());
                 metrics.observe(state, &shared.workers.lock());
             }
-            (output, state.map.clone())
+            (output, state.stored_map().clone())
         };
         if output.store {
             revision = store.store_shard_map(&map, Some(&revision)).await?;

@@ -3,6 +3,20 @@
 //! loads, operator requests) and returns whether the shard map must be stored and the commands
 //! to send after it is. The controller (`controller.rs`) does the I/O.
 //!
+//! [`FleetState::step`] is the one entry point; the parts it drives each read alone:
+//! - `shard_map`: the stored map (owners, epochs, the move each shard is recorded in, pins,
+//!   drains) and the only code that changes it;
+//! - `moves`: the moves in flight, each a [`crate::handover::Handover`], with resends, stalled
+//!   PREPAREs, cancels and the waits before a cancelled shard moves again;
+//! - `balancing`: what placement is asked, and which of its moves a step holds back;
+//! - `liveness`: registrations, when placement may start, suspected-lost workers, and what
+//!   follows from leases (moves off gone workers, standby moves);
+//! - `registration`: what a worker reports holding, reconciled with the map; `stopping`: shards
+//!   an owner reported Revoking to a new leader; `drains`: the end of a drain.
+//!
+//! This file carries out the hand-overs' actions (record in the map, send) and answers the admin
+//! API. What goes in and out of a step is in `step_io`.
+//!
 //! Why invariant 1 holds across a coordinator fail-over: a new leader trusts only the stored map
 //! and what workers report at registration. A shard whose owner reports it Revoking is unowned
 //! (that owner stopped); a worker reporting a shard the map does not give it at that epoch is told
@@ -13,189 +27,47 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::owner_gaps::{GapObservations, OwnerGaps};
-use crate::handover::{Action, Barrier, Event, Handover, Phase};
+use crate::handover::{Action, Event, Phase};
 use crate::ids::{ShardId, WorkerId};
-use crate::placement::{self, Move, PlacementConfig, PlacementInput};
-use crate::store::{ShardMapRecord, ShardRecord};
+use crate::placement::Move;
+use crate::store::ShardMapRecord;
+use balancing::{Balancing, MoveCause};
+use liveness::Liveness;
+use moves::{Ended, MovesInFlight};
+use shard_map::ShardMap;
+use stopping::StoppingOwners;
 
-/// What the leader knows of a worker this step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerHealth {
-    /// Its lease is renewed and its session is connected.
-    Live,
-    /// Its lease is renewed but it has no session (it may still act for its shards).
-    Disconnected,
-    /// Its lease is close to expiring: it keeps its shards but gets no new ones.
-    Expiring,
-    /// Its lease expired plus the margin: it has stopped by its own clock.
-    Gone,
-}
+mod balancing;
+mod config;
+mod drains;
+mod liveness;
+mod moves;
+mod registration;
+mod shard_map;
+mod step_io;
+mod stopping;
 
-/// A shard as a worker reports holding it at registration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldShard {
-    pub shard: ShardId,
-    pub epoch: u64,
-    pub phase: HeldPhase,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeldPhase {
-    Preparing,
-    Active,
-    Revoking,
-}
-
-/// Which command an acknowledgement answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Prepared,
-    Revoked,
-    Activated,
-    Dropped,
-    /// PREPARE could not be carried out; `held_epoch` is the highest epoch the worker knew the
-    /// shard at, when that is why.
-    Refused {
-        held_epoch: Option<u64>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ack {
-    pub worker: WorkerId,
-    pub shard: ShardId,
-    pub epoch: u64,
-    pub step: Step,
-    pub last_write: Option<String>,
-}
-
-/// A command for one worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Prepare { shard: ShardId, epoch: u64 },
-    Revoke { shard: ShardId, epoch: u64 },
-    Activate { shard: ShardId, epoch: u64, barrier: Barrier },
-    Drop { shard: ShardId, epoch: u64 },
-    DrainComplete,
-}
-
-/// What one step learnt.
-#[derive(Debug, Default)]
-pub struct StepInput {
-    pub now: Option<Instant>,
-    pub workers: BTreeMap<WorkerId, WorkerHealth>,
-    pub loads: BTreeMap<ShardId, f64>,
-    pub registrations: Vec<(WorkerId, Vec<HeldShard>)>,
-    pub acks: Vec<Ack>,
-}
-
-/// What the controller must do: store the map (when `store`), and only then send.
-#[derive(Debug, Default)]
-pub struct StepOutput {
-    pub store: bool,
-    pub sends: Vec<(WorkerId, Command)>,
-}
-
-#[derive(Debug, Clone)]
-pub struct FleetConfig {
-    pub placement: PlacementConfig,
-    /// Moves started at once; the rest wait for a later step.
-    pub max_moves_in_flight: usize,
-    /// A move's current command goes again when it has made no progress for this long (the
-    /// worker may have missed it while reconnecting; every command is idempotent).
-    pub resend_after: Duration,
-    /// After becoming leader, how long placement waits for live workers to register.
-    pub registration_grace: Duration,
-    /// A shard that moved for balance, while every shard's load was known, is not moved again
-    /// for balance within this long. Moves made before then (a new fleet filling its workers
-    /// before their first reports) were decided on guessed loads, and are not held: the first
-    /// placement on measured loads may correct them at once.
-    pub min_move_interval: Duration,
-    /// A move whose new owner has not warmed the shard within this long is cancelled (the old
-    /// owner, if any, keeps acting) and placed again.
-    pub prepare_timeout: Duration,
-    /// A worker that registered with this leader and then lost its session for this long is
-    /// suspected lost: its shards are warmed on the workers they would go to (standby moves),
-    /// so that they act as soon as its lease runs out instead of only then starting to list.
-    /// Well inside the shortest lease, so the warming still overlaps the wait; long enough that
-    /// a broken connection or a process restarted at once moves nothing.
-    pub standby_after: Duration,
-}
-
-impl Default for FleetConfig {
-    fn default() -> Self {
-        Self {
-            placement: PlacementConfig::default(),
-            max_moves_in_flight: 64,
-            resend_after: Duration::from_secs(3),
-            registration_grace: Duration::from_secs(10),
-            min_move_interval: Duration::from_secs(60),
-            prepare_timeout: Duration::from_secs(120),
-            standby_after: Duration::from_secs(1),
-        }
-    }
-}
-
-/// A shard whose owner reported it Revoking to a new leader: the previous leader's move was cut
-/// short while the owner drained. It stays the owner's until the owner answers REVOKE (its
-/// in-flight reconciles have finished) or its lease runs out; only then does nobody act.
-#[derive(Debug)]
-struct Stopping {
-    worker: WorkerId,
-    epoch: u64,
-    sent_at: Instant,
-}
-
-#[derive(Debug)]
-struct InFlight {
-    handover: Handover,
-    sent_at: Instant,
-    started_at: Instant,
-    /// Off a worker that is lost or suspected lost, or of a shard nobody acts for: not held
-    /// back by `max_moves_in_flight`, which paces moves between live workers.
-    urgent: bool,
-}
-
-/// Why a shard last moved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MoveCause {
-    Operator,
-    Balance,
-}
+pub use config::FleetConfig;
+pub use step_io::{Ack, Command, HeldPhase, HeldShard, Step, StepInput, StepOutput, WorkerHealth};
 
 #[derive(Debug)]
 pub struct FleetState {
-    pub map: ShardMapRecord,
     config: FleetConfig,
-    moves: BTreeMap<ShardId, InFlight>,
-    /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map (`map.draining`).
-    drain_told: BTreeSet<WorkerId>,
-    registered: BTreeSet<WorkerId>,
+    /// The shard map as it is to be stored: owners, epochs, pins and drains.
+    map: ShardMap,
+    moves: MovesInFlight,
+    /// Shards whose owner reported them Revoking to this leader.
+    stopping: StoppingOwners,
+    /// What placement is asked, and which of the moves it plans wait.
+    balancing: Balancing,
+    /// Who registered with this leader, and who is suspected lost.
+    liveness: Liveness,
+    /// Operators' moves that have not started yet.
     requested: Vec<Move>,
-    leading_since: Instant,
-    /// The map changed outside a step (pins, drains) and must be stored.
-    map_dirty: bool,
-    /// Moves that ended since the controller last asked: how, and how long they took.
-    finished: Vec<(&'static str, Duration)>,
-    /// When each shard last started moving, so that placement does not move it straight back
-    /// (an operator's move, or loads that wobble), and whether an operator asked for it.
-    moved_at: BTreeMap<ShardId, (Instant, MoveCause)>,
+    /// Drained workers told DRAIN_COMPLETE. Who is draining is in the map.
+    drain_told: BTreeSet<WorkerId>,
     /// Shards without an acting owner, for the hand-over gap and unowned-time metrics.
     gaps: OwnerGaps,
-    /// Shards whose last move was refused or timed out: not started again before then, so that a
-    /// worker that keeps refusing is not sent a new epoch every step.
-    retry_at: BTreeMap<ShardId, Instant>,
-    stopping: BTreeMap<ShardId, Stopping>,
-    /// Since when each worker registered with this leader has had no session.
-    disconnected_since: BTreeMap<WorkerId, Instant>,
-    /// Shards the map gave a worker that registered again without them (it restarted), and
-    /// when: placement gives them back to it while it may take them, rather than spreading them
-    /// and then filling the empty worker from everyone else (a storm of restarts moved half as
-    /// many shards again as the restarted workers held).
-    returning: BTreeMap<ShardId, (WorkerId, Instant)>,
-    /// Shards the stored map gave an owner when this leader started, not moved since: the
-    /// previous leader may have been holding a balancing move of them back.
-    inherited: BTreeSet<ShardId>,
 }
 
 /// A shard's state as the admin API reports it.
@@ -222,54 +94,38 @@ impl FleetState {
     /// The state a new leader starts from: the stored map. An interrupted move (`movingTo`) is
     /// forgotten here; registrations tell what the workers involved actually hold. Drains carry
     /// on; a drained worker that stopped meanwhile loses its drain at the first step.
-    pub fn new(mut map: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
-        for record in map.shards.values_mut() {
-            record.moving_to = None;
-        }
-        // The map is read from the store, where anyone with access may have edited it: a shard
-        // the fleet does not have would be counted unowned forever (and could be pinned).
-        let shard_count = map.shard_count;
-        let before = (map.shards.len(), map.pins.len());
-        map.shards.retain(|&shard, _| shard < shard_count);
-        map.pins.retain(|&shard, _| shard < shard_count);
-        if before != (map.shards.len(), map.pins.len()) {
-            tracing::warn!(
-                shard_count,
-                dropped_records = before.0 - map.shards.len(),
-                dropped_pins = before.1 - map.pins.len(),
-                "the stored shard map names shards beyond its shard count; they are ignored"
-            );
-        }
-        let inherited =
-            map.shards.iter().filter(|(_, r)| r.owner.is_some()).map(|(s, _)| ShardId(*s)).collect();
+    pub fn new(stored: ShardMapRecord, config: FleetConfig, now: Instant) -> Self {
+        let map = ShardMap::from_stored(stored);
         let mut gaps = OwnerGaps::new(now);
-        for shard in 0..map.shard_count {
-            if map.shards.get(&shard).is_none_or(|r| r.owner.is_none()) {
-                gaps.unowned_before(ShardId(shard), now);
+        for shard in (0..map.shard_count()).map(ShardId) {
+            if map.owner(shard).is_none() {
+                gaps.unowned_before(shard, now);
             }
         }
         Self {
+            moves: MovesInFlight::default(),
+            stopping: StoppingOwners::default(),
+            balancing: Balancing::new(&config, &map, now),
+            liveness: Liveness::new(&config, now),
+            requested: Vec::new(),
+            drain_told: BTreeSet::new(),
+            gaps,
             map,
             config,
-            moves: BTreeMap::new(),
-            drain_told: BTreeSet::new(),
-            registered: BTreeSet::new(),
-            requested: Vec::new(),
-            leading_since: now,
-            map_dirty: false,
-            moved_at: BTreeMap::new(),
-            finished: Vec::new(),
-            gaps,
-            retry_at: BTreeMap::new(),
-            stopping: BTreeMap::new(),
-            disconnected_since: BTreeMap::new(),
-            returning: BTreeMap::new(),
-            inherited,
         }
     }
 
     pub fn shard_count(&self) -> u32 {
-        self.map.shard_count
+        self.map.shard_count()
+    }
+
+    /// The shard map as it is to be stored.
+    pub fn stored_map(&self) -> &ShardMapRecord {
+        self.map.stored()
+    }
+
+    pub fn is_pinned(&self, shard: ShardId) -> bool {
+        self.map.pinned_to(shard).is_some()
     }
 
     pub fn moves_in_flight(&self) -> usize {
@@ -277,7 +133,7 @@ impl FleetState {
     }
 
     pub fn is_draining(&self, worker: &WorkerId) -> bool {
-        self.map.draining.contains(&worker.0)
+        self.map.is_draining(worker)
     }
 
     pub fn drained(&self, worker: &WorkerId) -> bool {
@@ -285,18 +141,18 @@ impl FleetState {
     }
 
     pub fn owner(&self, shard: ShardId) -> Option<&str> {
-        self.map.shards.get(&shard.0).and_then(|r| r.owner.as_deref())
+        self.map.owner(shard)
     }
 
     pub fn epoch(&self, shard: ShardId) -> u64 {
-        self.map.shards.get(&shard.0).map_or(0, |r| r.epoch)
+        self.map.epoch(shard)
     }
 
     pub fn shard_state(&self, shard: ShardId) -> ShardState {
-        match self.moves.get(&shard).map(|m| m.handover.phase()) {
+        match self.moves.phase(shard) {
             Some(Phase::Preparing | Phase::Standby) => ShardState::Preparing,
             Some(Phase::Revoking | Phase::Activating { .. }) => ShardState::Revoking,
-            _ if self.stopping.contains_key(&shard) => ShardState::Revoking,
+            _ if self.stopping.contains(shard) => ShardState::Revoking,
             _ if self.owner(shard).is_some() => ShardState::Active,
             _ => ShardState::Unowned,
         }
@@ -304,24 +160,15 @@ impl FleetState {
 
     /// Shards each worker owns in the map.
     pub fn shards_by_owner(&self) -> BTreeMap<WorkerId, u32> {
-        let mut out = BTreeMap::new();
-        for record in self.map.shards.values() {
-            if let Some(owner) = &record.owner {
-                *out.entry(WorkerId(owner.clone())).or_insert(0) += 1;
-            }
-        }
-        out
+        self.map.shards_by_owner()
     }
 
     /// Drains are part of the stored map; the next step stores it.
     pub fn set_draining(&mut self, worker: &WorkerId, draining: bool) {
-        let changed = if draining {
-            self.map.draining.insert(worker.0.clone())
-        } else {
+        if !draining {
             self.drain_told.remove(worker);
-            self.map.draining.remove(&worker.0)
-        };
-        self.map_dirty |= changed;
+        }
+        self.map.set_draining(worker, draining);
     }
 
     /// An operator's move; it starts at the next step if the shard is not moving already.
@@ -331,80 +178,19 @@ impl FleetState {
         self.requested.push(Move { shard, from, to });
     }
 
-    /// Pins are part of the stored map; the caller stores it.
+    /// Pins are part of the stored map; the next step stores it.
     pub fn pin(&mut self, shard: ShardId, worker: Option<&WorkerId>) {
-        match worker {
-            Some(w) => self.map.pins.insert(shard.0, w.0.clone()),
-            None => self.map.pins.remove(&shard.0),
-        };
-        self.map_dirty = true;
+        self.map.pin(shard, worker);
     }
 
     /// The moves placement would start now, without the hysteresis band when `rebalance`.
     pub fn plan(&self, input: &StepInput, rebalance: bool) -> Vec<Move> {
-        let eligible: BTreeSet<WorkerId> = input
-            .workers
-            .iter()
-            // A worker whose session dropped keeps its place while its lease runs: it is most
-            // likely reconnecting, and commands to it are sent again until it is back.
-            .filter(|(w, h)| {
-                matches!(h, WorkerHealth::Live | WorkerHealth::Disconnected) && !self.is_draining(w)
-            })
-            .map(|(w, _)| w.clone())
-            .collect();
-        let mut current = BTreeMap::new();
-        for (&shard, record) in &self.map.shards {
-            let shard = ShardId(shard);
-            if let Some(m) = self.moves.get(&shard) {
-                current.insert(shard, m.handover.to.clone());
-            } else if let Some(owner) = &record.owner {
-                let owner = WorkerId(owner.clone());
-                if input.workers.get(&owner).is_some_and(|h| *h != WorkerHealth::Gone) {
-                    current.insert(shard, owner);
-                }
-            }
-        }
-        let mut pins: BTreeMap<ShardId, WorkerId> =
-            self.map.pins.iter().map(|(s, w)| (ShardId(*s), WorkerId(w.clone()))).collect();
-        for (shard, (worker, _)) in &self.returning {
-            if !current.contains_key(shard) && eligible.contains(worker) {
-                pins.entry(*shard).or_insert_with(|| worker.clone());
-            }
-        }
-        // While a worker holds nothing (it joined, or came back), a shard that placement moved
-        // within `min_move_interval` stays with an owner that may keep it, as if pinned there:
-        // placement fills the newcomer with shards that may move now, rather than with ones the
-        // step would skip, which left it empty for up to the interval. Otherwise recent moves are
-        // not held so: balancing around them would move other shards in their place, and an
-        // operator's move or a leave would set off more moves than it needs.
-        let now = input.now.unwrap_or_else(Instant::now);
-        let owning: BTreeSet<&WorkerId> = current.values().collect();
-        if eligible.iter().any(|w| !owning.contains(w)) {
-            for (shard, owner) in &current {
-                let by_balance = matches!(self.moved_at.get(shard), Some((_, MoveCause::Balance)));
-                let recent = Move { shard: *shard, from: Some(owner.clone()), to: owner.clone() };
-                if by_balance && !pins.contains_key(shard) && self.recently_moved(&recent, input, now) {
-                    pins.insert(*shard, owner.clone());
-                }
-            }
-        }
-        let mut config = self.config.placement.clone();
-        if rebalance {
-            config.hysteresis = 0.0;
-        }
-        let placed = placement::place(
-            PlacementInput {
-                shard_count: self.map.shard_count,
-                eligible: &eligible,
-                loads: &input.loads,
-                pins: &pins,
-                current: &current,
-            },
-            &config,
-        );
-        placed.moves.into_iter().filter(|m| !self.moves.contains_key(&m.shard)).collect()
+        self.balancing.plan(&self.map, &self.moves, input, rebalance)
     }
 
+    /// One step: what the workers told (registrations, then acknowledgements) and what their
+    /// leases say, then what is overdue (stalled PREPAREs, commands to send again), then, once
+    /// placement may start, the moves to start; the map is to be stored before the sends.
     pub fn step(&mut self, input: &StepInput) -> StepOutput {
         let now = input.now.unwrap_or_else(Instant::now);
         let mut out = StepOutput::default();
@@ -420,230 +206,77 @@ impl FleetState {
         self.end_drains_of_stopped_workers(input);
         self.cancel_stalled_prepares(now, &mut out);
         self.resend(now, &mut out);
-        self.retry_at.retain(|_, at| *at > now);
-        let window = self.config.registration_grace;
-        self.returning.retain(|shard, (_, at)| {
-            now.saturating_duration_since(*at) < window
-                && self.map.shards.get(&shard.0).is_none_or(|r| r.owner.is_none())
-        });
-        // A fail-over must move nothing: place only once every worker whose lease runs had its
-        // chance to register with this leader (a dead one's lease runs out within the grace).
-        let settled =
-            input.workers.iter().all(|(w, h)| *h == WorkerHealth::Gone || self.registered.contains(w))
-                || now.saturating_duration_since(self.leading_since) >= self.config.registration_grace;
-        if settled {
-            let live = |w: &WorkerId| input.workers.get(w) == Some(&WorkerHealth::Live);
-            // An operator's move waits for its target to be live.
-            let (ready, waiting): (Vec<Move>, Vec<Move>) =
-                std::mem::take(&mut self.requested).into_iter().partition(|m| live(&m.to));
-            self.requested = waiting;
-            for m in ready {
-                if self.retry_at.contains_key(&m.shard) {
-                    self.requested.push(m);
-                    continue;
-                }
-                self.start(m.shard, m.to, input, now, &mut out);
-                self.moved_at.insert(m.shard, (now, MoveCause::Operator));
-            }
-            let owning = self.shards_by_owner();
-            let loads_measured = self.every_load_measured(input);
-            for m in self.plan(input, false) {
-                let urgent = m.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
-                if !urgent && self.paced_moves() >= self.config.max_moves_in_flight {
-                    continue;
-                }
-                // Shards go only to workers with a session: a disconnected one keeps what it has.
-                if !live(&m.to)
-                    || self.recently_moved(&m, input, now)
-                    || self.retry_at.contains_key(&m.shard)
-                    || self.held_back_after_failover(&m, input, now, &owning)
-                {
-                    continue;
-                }
-                self.start(m.shard, m.to.clone(), input, now, &mut out);
-                // Placing a shard nobody owned is not a move to hold back, nor one decided on
-                // guessed loads (see `FleetConfig::min_move_interval`).
-                if m.from.is_some() && loads_measured {
-                    self.moved_at.insert(m.shard, (now, MoveCause::Balance));
-                }
-            }
+        self.moves.end_retry_waits(now);
+        self.balancing.end_returns(&self.map, now);
+        if self.liveness.settled(input, now) {
+            self.start_requested_moves(input, now, &mut out);
+            self.start_placed_moves(input, now, &mut out);
             self.start_standbys(input, now, &mut out);
         }
         self.tell_drained(&mut out);
-        out.store |= std::mem::take(&mut self.map_dirty);
+        out.store |= self.map.take_pins_or_drains_changed();
         out
     }
 
-    /// Whether every shard's load has been reported (placement weighs a shard without one as an
-    /// idle one).
-    fn every_load_measured(&self, input: &StepInput) -> bool {
-        (0..self.map.shard_count).all(|s| input.loads.contains_key(&ShardId(s)))
-    }
-
-    /// Whether `worker`'s shards stay its own in placement: its lease runs (with or without a
-    /// session).
-    fn may_keep_shards(input: &StepInput, worker: &WorkerId) -> bool {
-        matches!(input.workers.get(worker), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-    }
-
-    /// Moves between workers that may keep their shards, which `max_moves_in_flight` paces.
-    fn paced_moves(&self) -> usize {
-        self.moves.values().filter(|m| !m.urgent).count()
-    }
-
-    /// Workers that registered with this leader and have had no session for `standby_after`:
-    /// most likely dead (a SIGKILL, a lost node), though only their lease can tell.
-    fn suspected_lost(&mut self, input: &StepInput, now: Instant) -> BTreeSet<WorkerId> {
-        let disconnected: BTreeSet<&WorkerId> = input
-            .workers
-            .iter()
-            .filter(|(w, h)| **h == WorkerHealth::Disconnected && self.registered.contains(*w))
-            .map(|(w, _)| w)
-            .collect();
-        self.disconnected_since.retain(|w, _| disconnected.contains(w));
-        let mut suspects = BTreeSet::new();
-        for worker in disconnected {
-            let since = *self.disconnected_since.entry(worker.clone()).or_insert(now);
-            if now.saturating_duration_since(since) >= self.config.standby_after {
-                suspects.insert(worker.clone());
-            }
-        }
-        suspects
-    }
-
-    /// Warms the shards of workers suspected lost where placement would put them without those
-    /// workers, by standby moves ([`Handover::start_standby`]): they act once the lease runs out.
-    fn start_standbys(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let suspects = self.suspected_lost(input, now);
-        if suspects.is_empty() {
-            return;
-        }
-        let mut without = StepInput { now: input.now, loads: input.loads.clone(), ..StepInput::default() };
-        without.workers = input
-            .workers
-            .iter()
-            .map(|(w, h)| (w.clone(), if suspects.contains(w) { WorkerHealth::Expiring } else { *h }))
-            .collect();
-        for m in self.plan(&without, false) {
-            let Some(from) = m.from.filter(|f| suspects.contains(f)) else { continue };
-            if input.workers.get(&m.to) != Some(&WorkerHealth::Live) || self.retry_at.contains_key(&m.shard) {
+    /// Operators' moves whose target is live and whose shard does not wait to retry; the others
+    /// wait for a later step.
+    fn start_requested_moves(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let (ready, waiting): (Vec<Move>, Vec<Move>) =
+            std::mem::take(&mut self.requested).into_iter().partition(|m| input.is_live(&m.to));
+        self.requested = waiting;
+        for m in ready {
+            if self.moves.waits_to_retry(m.shard) {
+                self.requested.push(m);
                 continue;
             }
-            self.start_standby(m.shard, from, m.to, now, out);
+            self.start(m.shard, m.to, input, now, out);
+            self.balancing.moved(m.shard, now, MoveCause::Operator);
         }
     }
 
-    fn start_standby(
-        &mut self,
-        shard: ShardId,
-        from: WorkerId,
-        to: WorkerId,
-        now: Instant,
-        out: &mut StepOutput,
-    ) {
-        if self.moves.contains_key(&shard) || self.stopping.contains_key(&shard) {
-            return;
+    /// The moves placement plans that the balancing policy does not hold back.
+    fn start_placed_moves(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let owning = self.shards_by_owner();
+        let loads_measured = input.every_load_measured(self.map.shard_count());
+        for m in self.plan(input, false) {
+            // Shards go only to workers with a session: a disconnected one keeps what it has.
+            if !input.is_live(&m.to)
+                || self.moves.waits_to_retry(m.shard)
+                || self.balancing.holds_back(&m, &self.map, &self.moves, input, now, &owning)
+            {
+                continue;
+            }
+            self.start(m.shard, m.to.clone(), input, now, out);
+            // Placing a shard nobody owned is not a move to hold back, nor one decided on
+            // guessed loads (see `FleetConfig::min_move_interval`).
+            if m.from.is_some() && loads_measured {
+                self.balancing.moved(m.shard, now, MoveCause::Balance);
+            }
         }
-        let record = self.map.shards.entry(shard.0).or_default();
-        if record.owner.as_deref() != Some(from.0.as_str()) {
-            return;
-        }
-        let Some(epoch) = record.epoch.checked_add(1) else { return };
-        let (handover, actions) = Handover::start_standby(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("standby move started: the owner lost its session");
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent: true });
-        self.apply(actions, now, out);
-    }
-
-    /// A worker suspected lost is back (it registered again, its lease never lapsed): its
-    /// standby moves are cancelled, and it goes on acting for its shards.
-    fn cancel_standbys_of_returned_workers(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let returned: Vec<ShardId> = self
-            .moves
-            .iter()
-            .filter(|(_, m)| {
-                m.handover.is_standby()
-                    && m.handover
-                        .from
-                        .as_ref()
-                        .is_some_and(|f| input.workers.get(f) == Some(&WorkerHealth::Live))
-            })
-            .map(|(shard, _)| *shard)
-            .collect();
-        for shard in returned {
-            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
-            tracing::info!(shard = shard.0, "the owner is back; the standby move is cancelled");
-            self.cancel(shard, now, out);
-            self.retry_at.remove(&shard);
-        }
-    }
-
-    /// A balancing move of a shard that moved within `min_move_interval`, off an owner that may
-    /// keep it, waits. Moves off a draining, gone or pinned-away owner do not.
-    fn recently_moved(&self, m: &Move, input: &StepInput, now: Instant) -> bool {
-        let Some((at, _)) = self.moved_at.get(&m.shard) else { return false };
-        self.owner_keeps(m, input) && now.saturating_duration_since(*at) < self.config.min_move_interval
-    }
-
-    fn owner_keeps(&self, m: &Move, input: &StepInput) -> bool {
-        m.from.as_ref().is_some_and(|f| {
-            !self.is_draining(f)
-                && matches!(input.workers.get(f), Some(WorkerHealth::Live | WorkerHealth::Disconnected))
-                && self.map.pins.get(&m.shard.0).is_none_or(|p| *p == f.0)
-        })
-    }
-
-    /// A new leader does not know which shards the previous one moved lately, and so held back:
-    /// for `min_move_interval` from its start it makes no balancing move of a shard it inherited
-    /// between two workers that both hold shards, so that a fail-over moves nothing by itself.
-    /// Filling a worker that holds nothing (a newcomer), moves off draining, gone or pinned-away
-    /// owners, and a new fleet's first placement and balancing go on.
-    fn held_back_after_failover(
-        &self,
-        m: &Move,
-        input: &StepInput,
-        now: Instant,
-        owning: &BTreeMap<WorkerId, u32>,
-    ) -> bool {
-        now.saturating_duration_since(self.leading_since) < self.config.min_move_interval
-            && self.inherited.contains(&m.shard)
-            && owning.contains_key(&m.to)
-            && self.owner_keeps(m, input)
     }
 
     fn start(&mut self, shard: ShardId, to: WorkerId, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        if self.moves.contains_key(&shard)
-            || self.stopping.contains_key(&shard)
-            || shard.0 >= self.map.shard_count
-        {
+        if self.moves.contains(shard) || self.stopping.contains(shard) || shard.0 >= self.map.shard_count() {
             return;
         }
-        let record = self.map.shards.entry(shard.0).or_default();
-        let from = record
-            .owner
-            .as_ref()
-            .map(|o| WorkerId(o.clone()))
-            .filter(|o| input.workers.get(o).is_some_and(|h| *h != WorkerHealth::Gone));
+        let from = self.map.owner(shard).map(WorkerId::from).filter(|o| !input.is_gone(o));
         if from.as_ref() == Some(&to) {
             return;
         }
         // Epochs only grow, one per move; the last one exists only in a store edited by hand,
         // and a shard at it cannot be given a larger one.
-        let Some(epoch) = record.epoch.checked_add(1) else {
+        let current_epoch = self.map.epoch(shard);
+        let Some(epoch) = current_epoch.checked_add(1) else {
             tracing::error!(
                 shard = shard.0,
-                epoch = record.epoch,
+                epoch = current_epoch,
                 "the shard's stored epoch cannot grow; it is not moved"
             );
             return;
         };
-        self.inherited.remove(&shard);
-        let (handover, actions) = Handover::start(shard, from, to, epoch);
-        let _move = move_span(&handover).entered();
-        tracing::debug!("move started");
-        let urgent = handover.from.as_ref().is_none_or(|f| !Self::may_keep_shards(input, f));
-        self.moves.insert(shard, InFlight { handover, sent_at: now, started_at: now, urgent });
+        self.balancing.no_longer_inherited(shard);
+        let urgent = from.as_ref().is_none_or(|f| !input.may_keep_shards(f));
+        let actions = self.moves.start(shard, from, to, epoch, urgent, now);
         self.apply(actions, now, out);
     }
 
@@ -651,23 +284,19 @@ impl FleetState {
         for action in actions {
             match action {
                 Action::RecordMove { shard, to, epoch } => {
-                    let record = self.map.shards.entry(shard.0).or_default();
-                    record.epoch = epoch;
-                    record.moving_to = Some(to.0);
+                    self.map.record_move(shard, to, epoch);
                     out.store = true;
                 }
                 Action::RecordOwner { shard, owner, epoch } => {
                     // Emitted once the old owner stopped (or there was none): the new one does
                     // not act before its ACTIVATED.
                     self.gaps.stopped(shard, now);
-                    self.map
-                        .shards
-                        .insert(shard.0, ShardRecord { owner: Some(owner.0), epoch, moving_to: None });
+                    self.map.record_owner(shard, owner, epoch);
                     out.store = true;
                 }
                 Action::RecordUnowned { shard, epoch, .. } => {
                     self.gaps.stopped(shard, now);
-                    self.map.shards.insert(shard.0, ShardRecord { owner: None, epoch, moving_to: None });
+                    self.map.record_unowned(shard, epoch);
                     out.store = true;
                 }
                 Action::SendPrepare { to, shard, epoch } => {
@@ -684,146 +313,30 @@ impl FleetState {
         }
     }
 
-    fn reconcile_registration(
-        &mut self,
-        worker: &WorkerId,
-        held: &[HeldShard],
-        now: Instant,
-        out: &mut StepOutput,
-    ) {
-        self.registered.insert(worker.clone());
-        // What it reports now replaces what it reported before (it may have restarted).
-        self.stopping.retain(|_, s| s.worker != *worker);
-        // Shards it goes on holding as this map's owner (or as part of a move in flight).
-        let mut kept: BTreeSet<ShardId> = BTreeSet::new();
-        for h in held {
-            if let Some(m) = self.moves.get(&h.shard) {
-                let involved = m.handover.to == *worker || m.handover.from.as_ref() == Some(worker);
-                if involved {
-                    kept.insert(h.shard);
-                    continue;
-                }
-            }
-            let record = self.map.shards.get(&h.shard.0).cloned().unwrap_or_default();
-            // The map's owner may hold an older epoch than the record's: a move away from it was
-            // recorded (its epoch persisted first) but cancelled or cut short by a fail-over.
-            let owns = record.owner.as_deref() == Some(worker.0.as_str()) && h.epoch <= record.epoch;
-            match (owns, h.phase) {
-                (true, HeldPhase::Active) => {
-                    kept.insert(h.shard);
-                }
-                // The previous leader recorded it as owner and told it to act; it had not yet.
-                (true, HeldPhase::Preparing) => {
-                    kept.insert(h.shard);
-                    self.gaps.unowned_before(h.shard, now);
-                    out.sends.push((
-                        worker.clone(),
-                        Command::Activate {
-                            shard: h.shard,
-                            epoch: h.epoch,
-                            barrier: Barrier::ConsistentList,
-                        },
-                    ));
-                }
-                // It stopped taking work for a move the previous leader did not finish, but its
-                // in-flight reconciles may still be writing: REVOKE again, and wait for its answer.
-                // The REVOKE's epoch must pass the held one, and is stored before it is sent.
-                (true, HeldPhase::Revoking) => {
-                    kept.insert(h.shard);
-                    self.gaps.stopped(h.shard, now);
-                    let epoch = record.epoch.max(h.epoch.saturating_add(1));
-                    if epoch != record.epoch {
-                        self.map.shards.insert(h.shard.0, ShardRecord { epoch, moving_to: None, ..record });
-                        out.store = true;
-                    }
-                    self.stopping.insert(h.shard, Stopping { worker: worker.clone(), epoch, sent_at: now });
-                    out.sends.push((worker.clone(), Command::Revoke { shard: h.shard, epoch }));
-                }
-                (false, _) => {
-                    out.sends.push((worker.clone(), Command::Drop { shard: h.shard, epoch: h.epoch }))
-                }
-            }
-        }
-        // Standby moves off it for shards it no longer holds (it restarted, or its lease lapsed
-        // and it dropped them): it has stopped acting for them, so they activate now.
-        let released: Vec<ShardId> = self
-            .moves
-            .iter()
-            .filter(|(shard, m)| {
-                m.handover.is_standby() && m.handover.from.as_ref() == Some(worker) && !kept.contains(shard)
-            })
-            .map(|(shard, _)| *shard)
-            .collect();
-        for shard in released {
-            self.gaps.stopped(shard, now);
-            if let Some(m) = self.moves.get_mut(&shard) {
-                let _move = move_span(&m.handover).entered();
-                let actions = m.handover.on(Event::OldOwnerExpired);
-                m.sent_at = now;
-                self.apply(actions, now, out);
-            }
-            self.finish(shard, now);
-        }
-        // Shards the map gives it that it no longer holds (it restarted) or was just told to
-        // drop: nobody acts for them.
-        for (shard, record) in self.map.shards.iter_mut() {
-            let shard = ShardId(*shard);
-            if record.owner.as_deref() == Some(worker.0.as_str())
-                && !kept.contains(&shard)
-                && !self.moves.contains_key(&shard)
-            {
-                record.owner = None;
-                out.store = true;
-                self.gaps.stopped(shard, now);
-                self.returning.insert(shard, (worker.clone(), now));
-            }
-        }
-    }
-
     fn on_ack(&mut self, ack: &Ack, now: Instant, out: &mut StepOutput) {
         if let Step::Refused { held_epoch } = ack.step {
             self.on_refused(ack, held_epoch, now, out);
             return;
         }
-        if ack.step == Step::Revoked
-            && self.stopping.get(&ack.shard).is_some_and(|s| s.worker == ack.worker && s.epoch == ack.epoch)
-        {
+        if ack.step == Step::Revoked && self.stopping.stopped(ack.shard, &ack.worker, ack.epoch) {
             // Its in-flight work has finished: nobody acts, and placement may place it again.
-            self.stopping.remove(&ack.shard);
-            if let Some(record) = self.map.shards.get_mut(&ack.shard.0) {
-                record.owner = None;
+            if self.map.clear_owner(ack.shard) {
                 out.store = true;
             }
             return;
         }
-        let Some(m) = self.moves.get_mut(&ack.shard) else {
+        let Some(_move) = self.moves.span(ack.shard).map(tracing::Span::entered) else {
             // The ACTIVATE a registration sent outside a move (the previous leader's move, cut
             // short between RecordOwner and ACTIVATED) is answered.
-            let record = self.map.shards.get(&ack.shard.0);
             if ack.step == Step::Activated
-                && record.is_some_and(|r| {
-                    r.owner.as_deref() == Some(ack.worker.0.as_str()) && ack.epoch <= r.epoch
-                })
+                && self.map.is_owner(ack.shard, &ack.worker)
+                && ack.epoch <= self.map.epoch(ack.shard)
             {
                 self.gaps.acting(ack.shard, now);
             }
             return;
         };
-        let h = &m.handover;
-        let event = match ack.step {
-            Step::Prepared if h.to == ack.worker => Event::Prepared { epoch: ack.epoch },
-            Step::Revoked if h.from.as_ref() == Some(&ack.worker) => {
-                Event::Revoked { epoch: ack.epoch, last_write: ack.last_write.clone() }
-            }
-            Step::Activated if h.to == ack.worker => Event::Activated { epoch: ack.epoch },
-            _ => return,
-        };
-        let _move = move_span(h).entered();
-        let actions = m.handover.on(event);
-        tracing::debug!(step = ?ack.step, phase = ?m.handover.phase(), "hand-over step answered");
-        if !actions.is_empty() {
-            m.sent_at = now;
-        }
+        let Some(actions) = self.moves.answer(ack, now) else { return };
         self.apply(actions, now, out);
         self.finish(ack.shard, now);
     }
@@ -832,131 +345,60 @@ impl FleetState {
     /// epoch is above any the worker knew it at (a map restored from an older backup is behind
     /// the workers).
     fn on_refused(&mut self, ack: &Ack, held_epoch: Option<u64>, now: Instant, out: &mut StepOutput) {
-        let Some(m) = self.moves.get(&ack.shard) else { return };
-        if m.handover.to != ack.worker
-            || m.handover.epoch != ack.epoch
-            || *m.handover.phase() != Phase::Preparing
-        {
+        if !self.moves.is_refusal_of_prepare(ack) {
             return;
         }
-        let _move = move_span(&m.handover).entered();
+        let _move = self.moves.span(ack.shard).map(tracing::Span::entered);
         tracing::warn!(shard = ack.shard.0, worker = %ack.worker, epoch = ack.epoch, ?held_epoch, "PREPARE refused; the move is cancelled");
         self.cancel(ack.shard, now, out);
         if let Some(held) = held_epoch
-            && let Some(record) = self.map.shards.get_mut(&ack.shard.0)
-            && record.epoch < held
+            && self.map.raise_epoch(ack.shard, held)
         {
-            record.epoch = held;
             out.store = true;
-        }
-    }
-
-    /// A drain lasts as long as the drained process: once its lease stops being renewed (it
-    /// exited, removing its record, or died), a worker started again under the same id — the
-    /// next pod of a StatefulSet's rolling restart — takes shards again. A drained worker that
-    /// keeps running keeps its drain, whatever its session does.
-    fn end_drains_of_stopped_workers(&mut self, input: &StepInput) {
-        let stopped = |w: &WorkerId| {
-            matches!(input.workers.get(w), None | Some(WorkerHealth::Expiring | WorkerHealth::Gone))
-        };
-        let ended: Vec<WorkerId> =
-            self.map.draining.iter().map(|w| WorkerId(w.clone())).filter(|w| stopped(w)).collect();
-        for worker in ended {
-            tracing::info!(%worker, "the drained worker stopped; its drain ends");
-            self.set_draining(&worker, false);
         }
     }
 
     /// Moves still preparing after `prepare_timeout`: the new owner cannot warm the shard.
     fn cancel_stalled_prepares(&mut self, now: Instant, out: &mut StepOutput) {
-        let stalled: Vec<ShardId> = self
-            .moves
-            .iter()
-            .filter(|(_, m)| {
-                *m.handover.phase() == Phase::Preparing
-                    && now.saturating_duration_since(m.started_at) >= self.config.prepare_timeout
-            })
-            .map(|(shard, _)| *shard)
-            .collect();
-        for shard in stalled {
-            let _move = self.moves.get(&shard).map(|m| move_span(&m.handover).entered());
+        for shard in self.moves.stalled_prepares(now, self.config.prepare_timeout) {
+            let _move = self.moves.span(shard).map(tracing::Span::entered);
             tracing::warn!(shard = shard.0, timeout = ?self.config.prepare_timeout, "PREPARE not answered in time; the move is cancelled");
             self.cancel(shard, now, out);
         }
     }
 
     fn cancel(&mut self, shard: ShardId, now: Instant, out: &mut StepOutput) {
-        let Some(m) = self.moves.get_mut(&shard) else { return };
-        let actions = m.handover.on(Event::Cancel);
+        if !self.moves.contains(shard) {
+            return;
+        }
+        let actions = self.moves.advance(shard, [Event::Cancel], now);
         self.apply(actions, now, out);
         self.finish(shard, now);
-        self.retry_at.insert(shard, now + self.config.resend_after);
+        self.moves.retry_after(shard, now + self.config.resend_after);
         // The cancelled epoch was recorded with the move; the map says nobody moves it now.
         out.store = true;
     }
 
-    fn on_liveness(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
-        let gone = |w: &WorkerId| input.workers.get(w).is_none_or(|h| *h == WorkerHealth::Gone);
-        let shards: Vec<ShardId> = self.moves.keys().copied().collect();
-        for shard in shards {
-            let Some(m) = self.moves.get_mut(&shard) else { continue };
-            let _move = move_span(&m.handover).entered();
-            let mut actions = Vec::new();
-            if m.handover.from.as_ref().is_some_and(gone) {
-                // It stopped by its own clock at the latest now: nobody acts until ACTIVATED.
-                self.gaps.stopped(shard, now);
-                actions.extend(m.handover.on(Event::OldOwnerExpired));
-            }
-            if gone(&m.handover.to) {
-                actions.extend(m.handover.on(Event::NewOwnerExpired));
-            }
-            if !actions.is_empty() {
-                m.sent_at = now;
-            }
-            self.apply(actions, now, out);
-            self.finish(shard, now);
-        }
-        // Owners that are gone, with no move: nobody acts for their shards until placed again.
-        for (shard, record) in self.map.shards.iter_mut() {
-            if self.moves.contains_key(&ShardId(*shard)) {
-                continue;
-            }
-            if record.owner.as_ref().is_some_and(|o| gone(&WorkerId(o.clone()))) {
-                record.owner = None;
-                out.store = true;
-                self.gaps.stopped(ShardId(*shard), now);
-                self.stopping.remove(&ShardId(*shard));
-            }
-        }
+    /// The shard's owner stopped acting for it, with no move: the map gives it nobody until it is
+    /// placed again.
+    fn owner_stopped(&mut self, shard: ShardId, now: Instant, out: &mut StepOutput) {
+        self.map.clear_owner(shard);
+        out.store = true;
+        self.gaps.stopped(shard, now);
     }
 
     /// Drops a finished move; a cancelled one leaves the map's owner as it was.
     fn finish(&mut self, shard: ShardId, now: Instant) {
-        if !self.moves.get(&shard).is_some_and(|m| m.handover.is_finished()) {
-            return;
+        match self.moves.finish(shard, now) {
+            Some(Ended::Cancelled) => self.map.forget_move(shard),
+            Some(Ended::Done) => self.gaps.acting(shard, now),
+            Some(Ended::Unowned) | None => {}
         }
-        let Some(m) = self.moves.remove(&shard) else { return };
-        let result = match m.handover.phase() {
-            Phase::Cancelled => {
-                if let Some(record) = self.map.shards.get_mut(&shard.0) {
-                    record.moving_to = None;
-                }
-                "cancelled"
-            }
-            Phase::Unowned { .. } => "unowned",
-            _ => {
-                self.gaps.acting(shard, now);
-                "done"
-            }
-        };
-        let took = now.saturating_duration_since(m.started_at);
-        tracing::info!(result, ?took, "move finished");
-        self.finished.push((result, took));
     }
 
     /// Moves that ended since the last call: how (done, cancelled, unowned) and how long they took.
     pub fn take_finished(&mut self) -> Vec<(&'static str, Duration)> {
-        std::mem::take(&mut self.finished)
+        self.moves.take_finished()
     }
 
     /// The hand-over gaps and unowned time since the last call (`owner_gaps.rs`).
@@ -971,65 +413,9 @@ impl FleetState {
     }
 
     fn resend(&mut self, now: Instant, out: &mut StepOutput) {
-        for (&shard, s) in self.stopping.iter_mut() {
-            if now.saturating_duration_since(s.sent_at) >= self.config.resend_after {
-                s.sent_at = now;
-                out.sends.push((s.worker.clone(), Command::Revoke { shard, epoch: s.epoch }));
-            }
-        }
-        for (&shard, m) in self.moves.iter_mut() {
-            if now.saturating_duration_since(m.sent_at) < self.config.resend_after {
-                continue;
-            }
-            m.sent_at = now;
-            let h = &m.handover;
-            let epoch = h.epoch;
-            match h.phase() {
-                Phase::Preparing => out.sends.push((h.to.clone(), Command::Prepare { shard, epoch })),
-                Phase::Revoking => {
-                    if let Some(from) = &h.from {
-                        out.sends.push((from.clone(), Command::Revoke { shard, epoch }));
-                    }
-                }
-                Phase::Activating { barrier } => out
-                    .sends
-                    .push((h.to.clone(), Command::Activate { shard, epoch, barrier: barrier.clone() })),
-                _ => {}
-            }
-        }
+        out.sends.extend(self.stopping.resend(now, self.config.resend_after));
+        out.sends.extend(self.moves.resend(now, self.config.resend_after));
     }
-
-    fn tell_drained(&mut self, out: &mut StepOutput) {
-        let owners = self.shards_by_owner();
-        for worker in self.map.draining.iter().map(|w| WorkerId(w.clone())) {
-            let busy = owners.contains_key(&worker)
-                || self.stopping.values().any(|s| s.worker == worker)
-                || self
-                    .moves
-                    .values()
-                    .any(|m| m.handover.to == worker || m.handover.from.as_ref() == Some(&worker));
-            if !busy && self.drain_told.insert(worker.clone()) {
-                out.sends.push((worker, Command::DrainComplete));
-            }
-        }
-    }
-}
-
-/// The span of a move's steps, so that each log line says which move of which shard it is about.
-/// Its callers enter it around each step (start, answer, expiry, cancel), which ends in
-/// [`FleetState::finish`]'s line when the move ends.
-fn move_span(h: &Handover) -> tracing::Span {
-    let span = tracing::info_span!(
-        "handover",
-        shard = h.shard.0,
-        epoch = h.epoch,
-        from = tracing::field::Empty,
-        to = %h.to
-    );
-    if let Some(from) = &h.from {
-        span.record("from", tracing::field::display(from));
-    }
-    span
 }
 
 #[cfg(test)]

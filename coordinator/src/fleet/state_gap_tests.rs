@@ -3,6 +3,7 @@
 
 use super::tests::{map, w};
 use super::*;
+use crate::handover::Barrier;
 
 const LIVE: WorkerHealth = WorkerHealth::Live;
 const GONE: WorkerHealth = WorkerHealth::Gone;

@@ -3,6 +3,7 @@
 
 use super::tests::{map, w};
 use super::*;
+use crate::handover::Barrier;
 
 const LIVE: WorkerHealth = WorkerHealth::Live;
 const AWAY: WorkerHealth = WorkerHealth::Disconnected;
@@ -161,5 +162,5 @@ fn moves_off_a_lost_worker_are_not_held_back_by_the_cap_on_moves_in_flight() {
     let out = state.step(&i);
     assert!(prepares(&out).len() <= 1, "balance moves are paced: {out:?}");
     let out = state.step(&input(t0 + Duration::from_secs(20), &[("a", LIVE), ("b", WorkerHealth::Gone)]));
-    assert_eq!(state.moves.len(), 6, "every shard of b moves at once: {out:?}");
+    assert_eq!(state.moves_in_flight(), 6, "every shard of b moves at once: {out:?}");
 }

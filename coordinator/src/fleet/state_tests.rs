@@ -1,4 +1,6 @@
 use super::*;
+use crate::handover::Barrier;
+use crate::store::ShardRecord;
 
 pub(super) fn w(name: &str) -> WorkerId {
     WorkerId(name.into())
@@ -119,7 +121,7 @@ fn registration_reconciles_what_a_worker_holds_with_the_map() {
     );
     assert!(out.sends.contains(&(w("a"), Command::Revoke { shard: ShardId(1), epoch: 4 })), "{out:?}");
     assert!(!out.sends.iter().any(|(_, c)| matches!(c, Command::Drop { shard: ShardId(1), .. })));
-    assert_eq!(state.map.shards[&1].epoch, 4, "the REVOKE's epoch is stored before it is sent");
+    assert_eq!(state.stored_map().shards[&1].epoch, 4, "the REVOKE's epoch is stored before it is sent");
     assert!(out.store);
     assert!(out.sends.contains(&(
         w("a"),
@@ -313,7 +315,7 @@ fn a_newcomer_is_filled_with_shards_that_may_move_now() {
     registered(&mut state, now, &[("a", LIVE), ("b", LIVE)], &[("a", holding(0)), ("b", holding(6))]);
     // Every shard of a has just moved there, to balance the fleet.
     for s in 0..6 {
-        state.moved_at.insert(ShardId(s), (now, MoveCause::Balance));
+        state.balancing.moved(ShardId(s), now, MoveCause::Balance);
     }
     let out = registered(&mut state, now + Duration::from_secs(1), &workers, &[("c", vec![])]);
     let to_c: Vec<u32> = out
@@ -384,7 +386,7 @@ fn a_refused_prepare_cancels_the_move_and_the_next_epoch_passes_the_workers() {
         !out.sends.iter().any(|(_, c)| matches!(c, Command::Prepare { .. })),
         "not straight away: {out:?}"
     );
-    assert_eq!(state.map.shards[&0].moving_to, None);
+    assert_eq!(state.stored_map().shards[&0].moving_to, None);
     assert_eq!(state.take_finished().iter().map(|(r, _)| *r).collect::<Vec<_>>(), ["cancelled"]);
 
     let out = state.step(&input(now + config.resend_after, &[("a", LIVE)]));
@@ -431,7 +433,7 @@ fn a_prepare_unanswered_past_the_timeout_is_cancelled_and_the_owner_keeps_the_sh
     assert!(out.store);
     assert_eq!(state.shard_state(ShardId(0)), ShardState::Active);
     assert_eq!(state.owner(ShardId(0)), Some("a"));
-    assert_eq!(state.map.shards[&0].moving_to, None);
+    assert_eq!(state.stored_map().shards[&0].moving_to, None);
 }
 
 /// A StatefulSet's rolling restart: w-0 is drained (SIGTERM), exits, and its next pod registers
@@ -474,11 +476,11 @@ fn a_drain_is_stored_and_outlives_a_fail_over() {
     old_leader.set_draining(&w("a"), true);
     let out = old_leader.step(&input(now, &[("a", LIVE), ("b", LIVE)]));
     assert!(out.store, "a drain is stored at the step after it: {out:?}");
-    assert_eq!(old_leader.map.draining, BTreeSet::from(["a".to_string()]));
+    assert_eq!(old_leader.stored_map().draining, BTreeSet::from(["a".to_string()]));
     // An old map without the field reads as no drains; this one keeps it through the store.
     let stored: ShardMapRecord =
-        serde_json::from_value(serde_json::to_value(&old_leader.map).expect("JSON")).expect("a map");
-    assert_eq!(stored, old_leader.map);
+        serde_json::from_value(serde_json::to_value(old_leader.stored_map()).expect("JSON")).expect("a map");
+    assert_eq!(&stored, old_leader.stored_map());
 
     let mut new_leader = FleetState::new(stored, config, now);
     assert!(new_leader.is_draining(&w("a")));
@@ -501,7 +503,7 @@ fn a_drain_is_stored_and_outlives_a_fail_over() {
 
     new_leader.set_draining(&w("a"), false);
     let out = new_leader.step(&input(now, &live));
-    assert!(out.store && new_leader.map.draining.is_empty(), "{out:?}");
+    assert!(out.store && new_leader.stored_map().draining.is_empty(), "{out:?}");
 }
 
 /// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input: a stored map of 50 shards
@@ -517,8 +519,8 @@ fn a_stored_record_beyond_the_shard_count_is_ignored() {
     let mut state = FleetState::new(stored, FleetConfig::default(), now);
     state.step(&input(now, &[]));
     assert_eq!(state.shards_without_acting_owner(), 50);
-    assert_eq!(state.map.shards.keys().copied().collect::<Vec<_>>(), [3]);
-    assert_eq!(state.map.pins.keys().copied().collect::<Vec<_>>(), [4]);
+    assert_eq!(state.stored_map().shards.keys().copied().collect::<Vec<_>>(), [3]);
+    assert_eq!(state.stored_map().pins.keys().copied().collect::<Vec<_>>(), [4]);
 }
 
 /// Found by `scripts/fuzz coordinator_fleet` (docs/security.md#fuzzing; input
