@@ -143,20 +143,12 @@ pub fn place(input: PlacementInput<'_>, config: &PlacementConfig) -> Placement {
     // Workers by index, in id order: the work below compares numbers, not names.
     let names: Vec<WorkerId> = input.eligible.iter().cloned().collect();
     let index_of = |w: &WorkerId| names.binary_search(w).ok();
-    let weight: Vec<Units> =
-        (0..input.shard_count).map(|s| input.loads.get(&ShardId(s)).copied().map_or(1000, units)).collect();
+    let weight: Vec<Units> = (0..input.shard_count).map(|s| shard_units(input.loads, ShardId(s))).collect();
     let pinned: Vec<Option<usize>> =
         (0..input.shard_count).map(|s| input.pins.get(&ShardId(s)).and_then(index_of)).collect();
 
     let total: Units = weight.iter().sum();
-    let per_worker = |factor: f64| total as f64 * factor / names.len() as f64;
-    let bounds = Bounds {
-        average: total.div_ceil(names.len() as Units),
-        aim: per_worker(1.0 + config.slack.min(config.epsilon)).ceil() as Units,
-        cap: per_worker(1.0 + config.epsilon).ceil() as Units,
-        shed_above: per_worker(1.0 + config.epsilon).ceil() as Units,
-        floor: per_worker((1.0 - config.epsilon - config.hysteresis).max(0.0)).floor() as Units,
-    };
+    let bounds = Bounds::new(total, names.len(), config);
     let ring = Ring::new(&names, config.virtual_nodes_for(names.len()));
     let mut book = Book::new(names.len(), &weight);
 
@@ -194,6 +186,37 @@ pub fn place(input: PlacementInput<'_>, config: &PlacementConfig) -> Placement {
     Placement { target, moves }
 }
 
+/// Whether [`place`] would move nothing, checked in O(S + W) without building the ring: every
+/// shard is on an eligible worker (its pinned one, when that one is eligible) and every worker's
+/// load lies in the band where placement neither sheds nor fills. A sufficient condition only:
+/// when it does not hold, `place` decides. A settled fleet meets it at every step but when its
+/// loads leave the band, so the leader plans from scratch only then.
+pub fn moves_nothing(input: PlacementInput<'_>, config: &PlacementConfig) -> bool {
+    if input.eligible.is_empty() {
+        return true;
+    }
+    let names: Vec<&WorkerId> = input.eligible.iter().collect();
+    let index_of = |w: &WorkerId| names.binary_search(&w).ok();
+    let mut load: Vec<Units> = vec![0; names.len()];
+    let mut total: Units = 0;
+    for s in 0..input.shard_count {
+        let shard = ShardId(s);
+        let weight = shard_units(input.loads, shard);
+        total += weight;
+        let Some(owner) = input.current.get(&shard).and_then(index_of) else { return false };
+        if input.pins.get(&shard).and_then(index_of).is_some_and(|pin| pin != owner) {
+            return false;
+        }
+        load[owner] += weight;
+    }
+    let bounds = Bounds::new(total, names.len(), config);
+    load.iter().all(|l| (bounds.floor..=bounds.shed_above).contains(l))
+}
+
+fn shard_units(loads: &BTreeMap<ShardId, f64>, shard: ShardId) -> Units {
+    loads.get(&shard).copied().map_or(1000, units)
+}
+
 /// The loads that decide, in units, per worker.
 struct Bounds {
     average: Units,
@@ -205,6 +228,19 @@ struct Bounds {
     shed_above: Units,
     /// Below this a worker is filled, up to `average`.
     floor: Units,
+}
+
+impl Bounds {
+    fn new(total: Units, workers: usize, config: &PlacementConfig) -> Self {
+        let per_worker = |factor: f64| total as f64 * factor / workers as f64;
+        Self {
+            average: total.div_ceil(workers as Units),
+            aim: per_worker(1.0 + config.slack.min(config.epsilon)).ceil() as Units,
+            cap: per_worker(1.0 + config.epsilon).ceil() as Units,
+            shed_above: per_worker(1.0 + config.epsilon).ceil() as Units,
+            floor: per_worker((1.0 - config.epsilon - config.hysteresis).max(0.0)).floor() as Units,
+        }
+    }
 }
 
 /// Rounds of shedding, placing and filling; each round strictly evens the loads, so a handful

