@@ -1,44 +1,65 @@
 //! Per-shard ownership state: which shards this worker holds, in which phase of the hand-over
-//! (Preparing, Active, Revoking), under which epoch, and the highest resourceVersions it has
-//! written and seen for each. Asked when a watch event arrives, when a key is taken from a
+//! (Preparing, Active, Revoking, Revoked), under which epoch, and the highest resourceVersions it
+//! has written and seen for each. Asked when a watch event arrives, when a key is taken from a
 //! queue, and before every write.
+//!
+//! [`ShardTable`] composes parts that each read alone:
+//! - `state`: one shard's side of the ownership protocol, a pure state machine (steps in,
+//!   actions out, or the reason a step is refused), and which writes each phase admits;
+//! - `fence`: the lease window, the holds REVOKE waits for, the refused writes and their
+//!   counter on /metrics;
+//! - `load`: reconciles per shard, the load reported to the coordinator, and its counter;
+//! - `versions`: the resourceVersions a tenure wrote and its watches delivered, the hand-over's
+//!   barrier on either side.
+//!
+//! # Locks, what each guards and why
+//! - **The slots** (one `RwLock` over every shard): each shard's protocol state (phase, epoch,
+//!   highest epoch ever given) and its tenure's accounts (writes admitted, reconciles started,
+//!   resourceVersion written, feeding watch group). One lock, because a write's fence check and
+//!   its in-flight hold must be atomic with REVOKE's steps: [`ShardTable::begin`] and
+//!   [`ShardTable::check`]/[`ShardTable::hold`] check the phase and count their hold under its
+//!   write lock, and [`ShardTable::revoke_and_drain`] seals the shard (Revoked) under it only
+//!   once no hold is counted, so no reconcile or write slips in between that check and the seal.
+//!   PREPARE's epoch check and the tenure it starts are one step under it too, and a tenure's
+//!   accounts start and end with the tenure.
+//! - **The in-flight counts** (a `Mutex` in the fence): a hold is added, and the seal checks for
+//!   none, only under the slots' write lock (order: slots, then in-flight counts); a hold is
+//!   released under this lock alone, because a release only makes a shard idler: a reconcile that
+//!   ends does not wait for the table. Kept by shard number, not by tenure: a reconcile of a
+//!   tenure that was dropped still holds the shard's next REVOKE.
+//! - **The versions seen** (a `Mutex` in `versions`): per watch group, updated on every watch
+//!   event; never taken with the slots' lock held, so watch events do not contend with reconciles.
+//! - **The hooks** (an `RwLock`): the controllers' activate and drop hooks, cloned out before they
+//!   run, so that a hook runs with no lock of the table held and may call back into it.
+//! - **The lease window** (an `RwLock` in [`crate::client::LeaseDeadline`], shared with the client
+//!   that checks it again as a write is sent): read before the slots' lock is taken, never under it.
+//!
+//! The refused writes are counted in atomics; phase changes are announced on a watch channel,
+//! and hooks called, after the slots' lock is released.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
-use prometheus::{IntCounterVec, Opts, Registry};
+use parking_lot::RwLock;
+use prometheus::Registry;
 
 use crate::shards::ShardSpace;
 
+mod fence;
+mod load;
+mod state;
+mod versions;
+
+pub use fence::{Fenced, InFlight};
+pub use state::{ShardError, ShardPhase, WriteKind};
+
+use fence::WriteFence;
+use load::LoadAccounting;
+use state::{Action, Event, ShardState};
+use versions::{SeenVersions, TenureVersions};
+
 /// An assignment's epoch: only grows per shard.
 pub type Epoch = u64;
-
-/// Where a held shard is in the ownership protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShardPhase {
-    /// Watches run and caches fill; nothing is acted on or written.
-    Preparing,
-    /// Reconciles and writes run.
-    Active,
-    /// No new work is taken; in-flight reconciles finish, and may still write.
-    Revoking,
-    /// REVOKE has answered: the in-flight reconciles are done and nothing more is written for
-    /// the shard, not even the events they queued.
-    Revoked,
-}
-
-/// What a fenced write writes: counted apart, because an event queued by a reconcile that
-/// finished before REVOKE answered is dropped by design, while a dropped object write means a
-/// reconcile outlived its tenure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteKind {
-    /// A reconcile's create, update, patch or delete.
-    Object,
-    /// A core/v1 Event from the event recorder.
-    Event,
-}
 
 /// What the table knows about one held shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,281 +80,245 @@ pub struct ShardStatus {
     pub last_write_at: Option<std::time::Instant>,
 }
 
-/// A refused step of the protocol.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
-    #[error("shard {shard} is at epoch {current}; epoch {requested} is stale")]
-    StaleEpoch { shard: u32, current: Epoch, requested: Epoch },
-    #[error("shard {shard} is not held by this worker")]
-    NotHeld { shard: u32 },
-    #[error("shard {shard} is {phase:?}, not {expected:?}")]
-    WrongPhase { shard: u32, phase: ShardPhase, expected: ShardPhase },
-    #[error("shard {shard} is outside the {count} shards of this fleet")]
-    OutOfRange { shard: u32, count: u32 },
+/// What a controller does when one shard becomes Active (or is dropped).
+pub type ActivateHook = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// What is counted about one tenure, from nothing at its PREPARE.
+#[derive(Debug, Clone, Copy, Default)]
+struct TenureAccounts {
+    /// Writes the fence let out.
+    writes: u64,
+    /// Reconciles started: the load.
+    reconciles: u64,
+    versions: TenureVersions,
 }
 
-/// Why a write was not sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Fenced {
-    #[error("namespace {namespace}: shard {shard} is no longer held at epoch {epoch}")]
-    StaleEpoch { namespace: String, shard: u32, epoch: Epoch },
+/// One shard's entry in the table.
+#[derive(Debug)]
+struct Slot {
+    state: ShardState,
+    /// Present exactly while the shard is held.
+    accounts: Option<TenureAccounts>,
 }
 
-/// The table's counters on /metrics: per-shard load, which the coordinator weighs placement by,
-/// and fenced writes.
-#[derive(Clone)]
-struct ShardMetrics {
-    /// `batchfleet_worker_shard_reconciles_total{shard}`: reconciles started per shard.
-    reconciles: IntCounterVec,
-    /// `batchfleet_worker_fenced_writes_total{kind}`: writes dropped, never sent, by kind.
-    fenced: IntCounterVec,
-}
-
-impl ShardMetrics {
-    fn new() -> prometheus::Result<Self> {
-        let reconciles = IntCounterVec::new(
-            Opts::new("shard_reconciles_total", "Reconciles started per shard: the shard's load")
-                .namespace("batchfleet_worker"),
-            &["shard"],
-        )?;
-        let fenced = IntCounterVec::new(
-            Opts::new(
-                "fenced_writes_total",
-                "Writes dropped and never sent because their shard was no longer held at their epoch",
-            )
-            .namespace("batchfleet_worker"),
-            &["kind"],
-        )?;
-        Ok(Self { reconciles, fenced })
+impl Slot {
+    fn new(shard: u32) -> Self {
+        Self { state: ShardState::new(shard), accounts: None }
     }
+
+    /// Takes a protocol step and carries out what it asks of the slot itself; the other actions
+    /// are for the caller, once the table's lock is released.
+    fn step(&mut self, event: Event) -> Result<Vec<Action>, ShardError> {
+        let actions = self.state.on(event)?;
+        for action in &actions {
+            match action {
+                Action::StartTenure => self.accounts = Some(TenureAccounts::default()),
+                Action::EndTenure => self.accounts = None,
+                _ => {}
+            }
+        }
+        Ok(actions)
+    }
+
+    /// The shard's status while held, the versions seen aside (they are kept per watch group).
+    fn status(&self) -> Option<ShardStatus> {
+        let (tenure, accounts) = (self.state.tenure()?, self.accounts?);
+        Some(ShardStatus {
+            phase: tenure.phase,
+            epoch: tenure.epoch,
+            written_rv: accounts.versions.written_rv,
+            seen_rv: 0,
+            reconciles: accounts.reconciles,
+            feeder: accounts.versions.feeder,
+            writes: accounts.writes,
+            last_write_at: accounts.versions.last_write_at,
+        })
+    }
+}
+
+/// `shard`'s slot, made on first use; the caller checked that `shard` is in range.
+fn slot(slots: &mut BTreeMap<u32, Slot>, shard: u32) -> &mut Slot {
+    slots.entry(shard).or_insert_with(|| Slot::new(shard))
+}
+
+#[derive(Default)]
+struct Hooks {
+    /// Called with a shard that became Active, so controllers queue that shard's keys (only).
+    on_activate: Vec<ActivateHook>,
+    /// Called with a shard that was dropped, so controllers empty its caches.
+    on_drop: Vec<ActivateHook>,
+}
+
+struct Inner {
+    space: ShardSpace,
+    slots: RwLock<BTreeMap<u32, Slot>>,
+    fence: WriteFence,
+    load: LoadAccounting,
+    seen: SeenVersions,
+    hooks: RwLock<Hooks>,
+    /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The shard table of one worker. Cheap to clone; clones share the table.
 #[derive(Clone)]
 pub struct ShardTable {
-    space: ShardSpace,
-    shards: Arc<RwLock<BTreeMap<u32, ShardStatus>>>,
-    /// Highest epoch ever assigned per shard, kept after a drop so an epoch never goes back.
-    epochs: Arc<RwLock<BTreeMap<u32, Epoch>>>,
-    stale_writes: Arc<AtomicU64>,
-    stale_events: Arc<AtomicU64>,
-    /// Set once registered with the worker's registry.
-    metrics: Arc<std::sync::OnceLock<ShardMetrics>>,
-    /// Bumped on every phase change, so waiters (the reconcile loop) can re-check.
-    changes: Arc<tokio::sync::watch::Sender<u64>>,
-    /// Reconciles running per shard; REVOKE waits for its shard's to reach zero.
-    in_flight: Arc<Mutex<BTreeMap<u32, usize>>>,
-    idle: Arc<tokio::sync::Notify>,
-    /// Called with a shard that became Active, so controllers queue that shard's keys (only).
-    on_activate: Arc<RwLock<Vec<ActivateHook>>>,
-    /// Called with a shard that was dropped, so controllers empty its caches.
-    on_drop: Arc<RwLock<Vec<ActivateHook>>>,
-    /// In a fleet, when the worker's liveness lease runs out by its own clock: no write is sent
-    /// after it, even by a worker that was paused and has not yet noticed.
-    lease_deadline: crate::client::LeaseDeadline,
-    /// The highest resourceVersion each watch group has seen, by feeder id. Kept per group, not
-    /// per shard: a standalone worker's one group feeds every shard, and each of its events
-    /// would otherwise update them all under the table's write lock.
-    seen_by_feeder: Arc<Mutex<HashMap<u64, u64>>>,
-}
-
-/// What a controller does when one shard becomes Active.
-pub type ActivateHook = Arc<dyn Fn(u32) + Send + Sync>;
-
-/// A reconcile in flight for one shard; dropping it ends it.
-pub struct InFlight {
-    table: ShardTable,
-    shard: u32,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let mut counts = self.table.in_flight.lock();
-        if let Some(n) = counts.get_mut(&self.shard) {
-            *n -= 1;
-            if *n == 0 {
-                counts.remove(&self.shard);
-                self.table.idle.notify_waiters();
-            }
-        }
-    }
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for ShardTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardTable")
-            .field("space", &self.space)
-            .field("shards", &*self.shards.read())
-            .finish()
+        let held: BTreeMap<u32, ShardStatus> = self
+            .inner
+            .slots
+            .read()
+            .iter()
+            .filter_map(|(shard, slot)| Some((*shard, slot.status()?)))
+            .collect();
+        f.debug_struct("ShardTable").field("space", &self.inner.space).field("shards", &held).finish()
     }
 }
 
 impl ShardTable {
     pub fn new(space: ShardSpace) -> Self {
         Self {
-            space,
-            shards: Arc::default(),
-            epochs: Arc::default(),
-            stale_writes: Arc::default(),
-            stale_events: Arc::default(),
-            metrics: Arc::default(),
-            changes: Arc::new(tokio::sync::watch::channel(0).0),
-            in_flight: Arc::default(),
-            idle: Arc::default(),
-            on_activate: Arc::default(),
-            on_drop: Arc::default(),
-            lease_deadline: crate::client::LeaseDeadline::default(),
-            seen_by_feeder: Arc::default(),
+            inner: Arc::new(Inner {
+                space,
+                slots: RwLock::default(),
+                fence: WriteFence::default(),
+                load: LoadAccounting::default(),
+                seen: SeenVersions::default(),
+                hooks: RwLock::default(),
+                changes: tokio::sync::watch::channel(0).0,
+            }),
         }
     }
 
     /// Writes are refused from `deadline` on (the lease keeper moves it with every renewal).
     pub fn set_lease_deadline(&self, deadline: std::time::Instant) {
-        self.lease_deadline.0.write().deadline = Some(deadline);
+        self.inner.fence.set_lease_deadline(deadline);
     }
 
     /// The lease lapsed: no write goes out, whatever the deadline, until [`Self::release_writes`]
     /// (the next ACTIVATE). A renewal after the lapse moves the deadline forward, and a write a
     /// sync issued before the lapse may still wait in the client's queues.
     pub fn hold_writes(&self) {
-        self.lease_deadline.0.write().held = true;
+        self.inner.fence.hold_writes();
     }
 
     pub fn release_writes(&self) {
-        self.lease_deadline.0.write().held = false;
+        self.inner.fence.release_writes();
     }
 
     /// The lease deadline this table checks every write against, shared with whoever must also
     /// check it (the client, at the moment a write is sent).
     pub fn lease_deadline(&self) -> crate::client::LeaseDeadline {
-        self.lease_deadline.clone()
+        self.inner.fence.lease_deadline()
     }
 
     /// A table holding every shard of `space`, Active at epoch 1: `--standalone`.
     pub fn all_active(space: ShardSpace) -> Self {
         let table = Self::new(space);
-        for shard in 0..space.count() {
-            let status = ShardStatus {
-                phase: ShardPhase::Active,
-                epoch: 1,
-                written_rv: 0,
-                seen_rv: 0,
-                reconciles: 0,
-                feeder: Some(0),
-                writes: 0,
-                last_write_at: None,
-            };
-            table.shards.write().insert(shard, status);
-            table.epochs.write().insert(shard, 1);
-        }
+        let accounts = TenureAccounts {
+            versions: TenureVersions { feeder: Some(0), ..TenureVersions::default() },
+            ..TenureAccounts::default()
+        };
+        table
+            .inner
+            .slots
+            .write()
+            .extend((0..space.count()).map(|shard| {
+                (shard, Slot { state: ShardState::acting(shard, 1), accounts: Some(accounts) })
+            }));
         table
     }
 
     pub fn space(&self) -> ShardSpace {
-        self.space
+        self.inner.space
     }
 
     /// Registers the table's counters (`batchfleet_worker_shard_reconciles_total{shard}`,
     /// `batchfleet_worker_fenced_writes_total{kind}`) with the worker's registry, once.
     pub fn register_metrics(&self, registry: &Registry) -> prometheus::Result<()> {
-        if self.metrics.get().is_some() {
-            return Err(prometheus::Error::AlreadyReg);
-        }
-        let metrics = ShardMetrics::new()?;
-        registry.register(Box::new(metrics.reconciles.clone()))?;
-        registry.register(Box::new(metrics.fenced.clone()))?;
-        // Exported at 0 from the start, so that the first fenced write is an increase.
-        for kind in ["object", "event"] {
-            metrics.fenced.with_label_values(&[kind]);
-        }
-        self.metrics.set(metrics).map_err(|_| prometheus::Error::AlreadyReg)
-    }
-
-    fn count_fenced(&self, kind: &str) {
-        if let Some(m) = self.metrics.get() {
-            m.fenced.with_label_values(&[kind]).inc();
-        }
+        self.inner.load.register_metrics(registry)?;
+        self.inner.fence.register_metrics(registry)
     }
 
     pub fn shard_of(&self, namespace: &str) -> u32 {
-        self.space.shard_of(namespace)
+        self.inner.space.shard_of(namespace)
     }
 
     pub fn status(&self, shard: u32) -> Option<ShardStatus> {
-        let mut status = self.shards.read().get(&shard).copied()?;
-        status.seen_rv = status.feeder.and_then(|f| self.seen_by_feeder.lock().get(&f).copied()).unwrap_or(0);
+        let mut status = self.inner.slots.read().get(&shard)?.status()?;
+        status.seen_rv = self.inner.seen.of(status.feeder);
         Some(status)
     }
 
     /// The shards held in any phase: what the watches must cover.
     pub fn held(&self) -> BTreeSet<u32> {
-        self.shards.read().keys().copied().collect()
+        self.inner
+            .slots
+            .read()
+            .iter()
+            .filter(|(_, slot)| slot.state.tenure().is_some())
+            .map(|(s, _)| *s)
+            .collect()
     }
 
     /// Whether objects of `namespace` belong in this worker's caches (any phase).
     pub fn caches(&self, namespace: &str) -> bool {
-        self.shards.read().contains_key(&self.shard_of(namespace))
+        self.inner
+            .slots
+            .read()
+            .get(&self.shard_of(namespace))
+            .is_some_and(|slot| slot.state.tenure().is_some())
     }
 
     /// The epoch under which work for `namespace` may start now: only while Active.
     pub fn acts_in(&self, namespace: &str) -> Option<Epoch> {
-        self.shards
-            .read()
-            .get(&self.shard_of(namespace))
-            .filter(|s| s.phase == ShardPhase::Active)
-            .map(|s| s.epoch)
+        self.inner.slots.read().get(&self.shard_of(namespace))?.state.acting_epoch()
     }
 
     /// Starts a reconcile of `namespace` if its shard is Active: the epoch it runs under, and
     /// the hold REVOKE waits for.
     pub fn begin(&self, namespace: &str) -> Option<(Epoch, InFlight)> {
         let shard = self.shard_of(namespace);
-        let mut table = self.shards.write();
-        let s = table.get_mut(&shard).filter(|s| s.phase == ShardPhase::Active)?;
-        s.reconciles += 1;
-        if let Some(m) = self.metrics.get() {
-            m.reconciles.with_label_values(&[shard.to_string().as_str()]).inc();
-        }
-        let epoch = s.epoch;
-        // Counted under the table's lock, so a REVOKE that saw the shard Active waits for it.
-        *self.in_flight.lock().entry(shard).or_default() += 1;
-        drop(table);
-        Some((epoch, InFlight { table: self.clone(), shard }))
+        let mut slots = self.inner.slots.write();
+        let slot = slots.get_mut(&shard)?;
+        let epoch = slot.state.acting_epoch()?;
+        let accounts = slot.accounts.as_mut()?;
+        self.inner.load.count_reconcile(shard, &mut accounts.reconciles);
+        // Held under the table's lock, so a REVOKE that saw the shard Active waits for it.
+        let in_flight = self.inner.fence.hold(shard);
+        drop(slots);
+        Some((epoch, in_flight))
     }
 
     /// Waits until no reconcile of `shard` is in flight.
     pub async fn wait_idle(&self, shard: u32) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if !self.in_flight.lock().contains_key(&shard) {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.fence.wait_idle(shard).await;
     }
 
     /// The watch that feeds `shard`'s caches, if it is held.
     pub fn feeder(&self, shard: u32) -> Option<u64> {
-        self.shards.read().get(&shard).and_then(|s| s.feeder)
+        self.inner.slots.read().get(&shard)?.accounts?.versions.feeder
     }
 
     /// Makes watch `id` the one that feeds `shard`'s caches.
     pub fn set_feeder(&self, shard: u32, id: u64) {
-        if let Some(s) = self.shards.write().get_mut(&shard) {
-            s.feeder = Some(id);
+        if let Some(accounts) = self.inner.slots.write().get_mut(&shard).and_then(|s| s.accounts.as_mut()) {
+            accounts.versions.feeder = Some(id);
         }
     }
 
     /// Registers what to do when a shard is dropped.
     pub fn on_drop(&self, hook: ActivateHook) {
-        self.on_drop.write().push(hook);
+        self.inner.hooks.write().on_drop.push(hook);
     }
 
     /// Registers what to do when a shard becomes Active.
     pub fn on_activate(&self, hook: ActivateHook) {
-        self.on_activate.write().push(hook);
+        self.inner.hooks.write().on_activate.push(hook);
     }
 
     /// Checks a write for `namespace` begun under `epoch`: allowed while the shard is Active or
@@ -345,149 +330,127 @@ impl ShardTable {
     /// Checks a write of `kind` for `namespace` begun under `epoch`; a refusal is counted under
     /// its kind.
     pub fn check(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<(), Fenced> {
-        self.admit(namespace, epoch, kind, false)
+        self.admit(namespace, epoch, kind, |_| ())
     }
 
     /// [`ShardTable::check`] for a write sent outside any reconcile (the event recorder's): on
     /// success the write holds the shard in flight until the guard is dropped, so REVOKE does not
     /// answer while it is on its way.
     pub fn hold(&self, namespace: &str, epoch: Epoch, kind: WriteKind) -> Result<InFlight, Fenced> {
-        self.admit(namespace, epoch, kind, true)?;
-        Ok(InFlight { table: self.clone(), shard: self.shard_of(namespace) })
+        // Held under the table's lock, as `begin` does, so REVOKE's seal sees it.
+        self.admit(namespace, epoch, kind, |shard| self.inner.fence.hold(shard))
     }
 
-    fn admit(&self, namespace: &str, epoch: Epoch, kind: WriteKind, hold: bool) -> Result<(), Fenced> {
+    /// Lets a write out if the lease is open and the shard's state admits it, then, under the
+    /// table's lock still, calls `admitted` with the shard; counts a refusal.
+    fn admit<T>(
+        &self,
+        namespace: &str,
+        epoch: Epoch,
+        kind: WriteKind,
+        admitted: impl FnOnce(u32) -> T,
+    ) -> Result<T, Fenced> {
         let shard = self.shard_of(namespace);
-        let lease_valid = self.lease_deadline.writable();
-        let mut table = self.shards.write();
-        // In-flight reconciles finish their writes while Revoking; the event recorder starts none:
-        // its queue may hold many of the shard's events, and REVOKE must not wait for them all.
-        let writable = match kind {
-            WriteKind::Object => &[ShardPhase::Active, ShardPhase::Revoking][..],
-            WriteKind::Event => &[ShardPhase::Active][..],
-        };
-        if lease_valid
-            && let Some(s) = table.get_mut(&shard)
-            && s.epoch == epoch
-            && writable.contains(&s.phase)
+        let lease_open = self.inner.fence.lease_open();
+        let mut slots = self.inner.slots.write();
+        if lease_open
+            && let Some(slot) = slots.get_mut(&shard)
+            && slot.state.admits(epoch, kind)
+            && let Some(accounts) = slot.accounts.as_mut()
         {
-            s.writes += 1;
-            if hold {
-                // Counted under the table's lock, as `begin` does, so REVOKE's seal sees it.
-                *self.in_flight.lock().entry(shard).or_default() += 1;
-            }
-            return Ok(());
+            accounts.writes += 1;
+            return Ok(admitted(shard));
         }
-        drop(table);
-        let (counter, label) = match kind {
-            WriteKind::Object => (&self.stale_writes, "object"),
-            WriteKind::Event => (&self.stale_events, "event"),
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.count_fenced(label);
+        drop(slots);
+        self.inner.fence.count_refused(kind);
         Err(Fenced::StaleEpoch { namespace: namespace.to_string(), shard, epoch })
     }
 
     /// Counts an event that was not even queued: its shard was not Active here.
     pub fn count_stale_event(&self) {
-        self.stale_events.fetch_add(1, Ordering::Relaxed);
-        self.count_fenced("event");
+        self.inner.fence.count_refused(WriteKind::Event);
     }
 
     /// Object writes refused because their epoch was stale.
     pub fn stale_writes(&self) -> u64 {
-        self.stale_writes.load(Ordering::Relaxed)
+        self.inner.fence.refused(WriteKind::Object)
     }
 
     /// Events dropped because their shard was no longer held at their epoch (or, REVOKE having
     /// answered, no longer written for).
     pub fn stale_events(&self) -> u64 {
-        self.stale_events.load(Ordering::Relaxed)
+        self.inner.fence.refused(WriteKind::Event)
     }
 
     /// Records the resourceVersion a write for `namespace` got back.
     pub fn record_written(&self, namespace: &str, resource_version: Option<&str>) {
-        let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else { return };
-        if let Some(s) = self.shards.write().get_mut(&self.shard_of(namespace)) {
-            s.written_rv = s.written_rv.max(rv);
-            s.last_write_at = Some(std::time::Instant::now());
+        let Some(rv) = versions::parse(resource_version) else { return };
+        let shard = self.shard_of(namespace);
+        if let Some(accounts) = self.inner.slots.write().get_mut(&shard).and_then(|s| s.accounts.as_mut()) {
+            accounts.versions.record_written(rv);
         }
     }
 
     /// Records a resourceVersion the watch group `feeder` delivered (an object's, or a
     /// bookmark's): every shard it feeds has seen it.
     pub fn record_seen(&self, feeder: u64, resource_version: u64) {
-        let mut seen = self.seen_by_feeder.lock();
-        let at = seen.entry(feeder).or_default();
-        *at = (*at).max(resource_version);
+        self.inner.seen.record(feeder, resource_version);
     }
 
     /// Forgets a watch group that feeds no shard any more.
     pub fn forget_feeder(&self, feeder: u64) {
-        self.seen_by_feeder.lock().remove(&feeder);
+        self.inner.seen.forget(feeder);
     }
 
     /// A receiver that changes whenever a shard changes phase.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.changes.subscribe()
+        self.inner.changes.subscribe()
     }
 
-    fn changed(&self) {
-        self.changes.send_modify(|n| *n += 1);
+    /// Carries out what a protocol step asks of the worker once the table's lock is released.
+    fn announce(&self, shard: u32, actions: &[Action]) {
+        for action in actions {
+            let hooks = match action {
+                Action::NotifyPhaseChange => {
+                    self.inner.changes.send_modify(|n| *n += 1);
+                    continue;
+                }
+                Action::RunActivateHooks => self.inner.hooks.read().on_activate.clone(),
+                Action::RunDropHooks => self.inner.hooks.read().on_drop.clone(),
+                // Carried out on the slot, under the lock.
+                Action::StartTenure | Action::EndTenure | Action::AnswerLastWrite => continue,
+            };
+            for hook in hooks {
+                hook(shard);
+            }
+        }
     }
 
     fn check_range(&self, shard: u32) -> Result<(), ShardError> {
-        if shard >= self.space.count() {
-            return Err(ShardError::OutOfRange { shard, count: self.space.count() });
+        let count = self.inner.space.count();
+        if shard >= count {
+            return Err(ShardError::OutOfRange { shard, count });
         }
+        Ok(())
+    }
+
+    /// Takes a protocol step for `shard` (in range) under the table's lock, then announces it.
+    fn step(&self, shard: u32, event: Event) -> Result<(), ShardError> {
+        self.check_range(shard)?;
+        let actions = slot(&mut self.inner.slots.write(), shard).step(event)?;
+        self.announce(shard, &actions);
         Ok(())
     }
 
     /// PREPARE: hold `shard` at `epoch`, filling caches without acting.
     pub fn prepare(&self, shard: u32, epoch: Epoch) -> Result<(), ShardError> {
-        self.check_range(shard)?;
-        let mut epochs = self.epochs.write();
-        let current = epochs.get(&shard).copied().unwrap_or(0);
-        if epoch <= current {
-            return Err(ShardError::StaleEpoch { shard, current, requested: epoch });
-        }
-        epochs.insert(shard, epoch);
-        let status = ShardStatus {
-            phase: ShardPhase::Preparing,
-            epoch,
-            written_rv: 0,
-            seen_rv: 0,
-            reconciles: 0,
-            feeder: None,
-            writes: 0,
-            last_write_at: None,
-        };
-        self.shards.write().insert(shard, status);
-        drop(epochs);
-        self.changed();
-        Ok(())
+        self.step(shard, Event::Prepare { epoch })
     }
 
     /// ACTIVATE: a Preparing shard at `epoch` starts acting. The caller has waited for its
     /// caches to reflect the hand-over barrier.
     pub fn activate(&self, shard: u32, epoch: Epoch) -> Result<(), ShardError> {
-        self.check_range(shard)?;
-        let mut table = self.shards.write();
-        let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
-        if s.epoch != epoch {
-            return Err(ShardError::StaleEpoch { shard, current: s.epoch, requested: epoch });
-        }
-        if s.phase != ShardPhase::Preparing {
-            return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Preparing });
-        }
-        s.phase = ShardPhase::Active;
-        drop(table);
-        self.changed();
-        let hooks = self.on_activate.read().clone();
-        for hook in hooks {
-            hook(shard);
-        }
-        Ok(())
+        self.step(shard, Event::Activate { epoch })
     }
 
     /// REVOKE, whole: the shard stops taking work, its in-flight reconciles finish, and the
@@ -495,61 +458,57 @@ impl ShardTable {
     /// on nothing more is written for the shard (Revoked).
     pub async fn revoke_and_drain(&self, shard: u32) -> Result<u64, ShardError> {
         let epoch = self.revoke(shard)?;
-        let mut table = loop {
+        let mut slots = loop {
             self.wait_idle(shard).await;
-            let table = self.shards.write();
+            let slots = self.inner.slots.write();
             // Reconciles and held writes start under this lock: none can slip in between this
             // check and the seal below.
-            if !self.in_flight.lock().contains_key(&shard) {
-                break table;
+            if self.inner.fence.idle(shard) {
+                break slots;
             }
         };
-        let Some(s) = table.get_mut(&shard).filter(|s| s.epoch == epoch) else {
-            // Dropped (or moved on) while draining: nothing of this tenure writes any more.
-            return Ok(0);
-        };
-        s.phase = ShardPhase::Revoked;
-        let written = s.written_rv;
-        drop(table);
-        self.changed();
+        let slot = slot(&mut slots, shard);
+        let actions = slot.step(Event::Drained { epoch })?;
+        let answer = actions.contains(&Action::AnswerLastWrite);
+        let written = slot.accounts.filter(|_| answer).map_or(0, |a| a.versions.written_rv);
+        drop(slots);
+        self.announce(shard, &actions);
         Ok(written)
     }
 
     /// REVOKE's first half: an Active shard stops taking work. Returns its epoch.
     pub fn revoke(&self, shard: u32) -> Result<Epoch, ShardError> {
         self.check_range(shard)?;
-        let mut table = self.shards.write();
-        let s = table.get_mut(&shard).ok_or(ShardError::NotHeld { shard })?;
-        match s.phase {
-            ShardPhase::Preparing => {
-                return Err(ShardError::WrongPhase { shard, phase: s.phase, expected: ShardPhase::Active });
-            }
-            ShardPhase::Active => s.phase = ShardPhase::Revoking,
-            // A repeated REVOKE changes nothing.
-            ShardPhase::Revoking | ShardPhase::Revoked => {}
-        }
-        let epoch = s.epoch;
-        drop(table);
-        self.changed();
-        Ok(epoch)
+        let (actions, tenure) = {
+            let mut slots = self.inner.slots.write();
+            let slot = slot(&mut slots, shard);
+            (slot.step(Event::Revoke)?, slot.state.tenure())
+        };
+        self.announce(shard, &actions);
+        // A REVOKE that was not refused leaves the shard held.
+        tenure.map(|t| t.epoch).ok_or(ShardError::NotHeld { shard })
     }
 
     /// DROP: forget the shard; any later write under its epoch is fenced. Returns what was held.
     pub fn drop_shard(&self, shard: u32) -> Option<ShardStatus> {
-        let gone = self.shards.write().remove(&shard);
-        if gone.is_some() {
-            self.changed();
-            let hooks = self.on_drop.read().clone();
-            for hook in hooks {
-                hook(shard);
-            }
-        }
-        gone
+        let (mut gone, actions) = {
+            let mut slots = self.inner.slots.write();
+            let slot = slots.get_mut(&shard)?;
+            let gone = slot.status()?;
+            // DROP is never refused.
+            let Ok(actions) = slot.step(Event::Drop) else { return None };
+            (gone, actions)
+        };
+        gone.seen_rv = self.inner.seen.of(gone.feeder);
+        self.announce(shard, &actions);
+        Some(gone)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use parking_lot::Mutex;
+
     use super::*;
 
     fn table() -> ShardTable {
@@ -707,6 +666,53 @@ mod tests {
         drop(held);
         assert_eq!(revoke.await.unwrap(), Ok(0));
         assert!(t.hold(ns, 1, WriteKind::Event).is_err(), "and none starts after it answered");
+    }
+
+    /// A reconcile's or a write's check and its hold are one step with REVOKE's seal: however
+    /// they interleave with it, nothing holds the shard once REVOKE answered, and nothing is let
+    /// out after.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nothing_is_in_flight_once_revoke_answered_however_they_interleave() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+        let t = table();
+        let ns = "team-a";
+        let shard = t.shard_of(ns);
+        for epoch in 1..=10 {
+            t.prepare(shard, epoch).unwrap();
+            t.activate(shard, epoch).unwrap();
+            let (answered, admitted) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+            let writers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (t, answered, admitted) = (t.clone(), answered.clone(), admitted.clone());
+                    std::thread::spawn(move || {
+                        while !answered.load(SeqCst) {
+                            let reconcile = t.begin(ns).map(|(_, held)| held);
+                            let event = t.hold(ns, epoch, WriteKind::Event).ok();
+                            // Let out while Revoking: what REVOKE's drain must wait for.
+                            let write = t.hold(ns, epoch, WriteKind::Object).ok();
+                            if reconcile.is_some() || event.is_some() || write.is_some() {
+                                assert!(!answered.load(SeqCst), "a hold outlived REVOKE's answer");
+                                admitted.fetch_add(1, SeqCst);
+                            }
+                        }
+                        assert!(t.check_write(ns, epoch).is_err(), "a write let out after REVOKE answered");
+                    })
+                })
+                .collect();
+            tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                while admitted.load(SeqCst) < 1000 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .expect("the writers got going");
+            t.revoke_and_drain(shard).await.unwrap();
+            answered.store(true, SeqCst);
+            for writer in writers {
+                writer.join().expect("no write outside the tenure");
+            }
+            t.drop_shard(shard);
+        }
     }
 
     #[test]
