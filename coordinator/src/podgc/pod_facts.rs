@@ -231,14 +231,19 @@ mod tests {
     /// then conditions, else none (the cache falls back to the creation time).
     #[test]
     fn the_termination_time_is_the_last_container_to_finish_else_the_last_condition_change() {
-        let cases: [(&str, Vec<i64>, Vec<i64>, Option<i64>); 4] = [
-            ("the latest finishedAt wins over conditions", vec![5, 9, 7], vec![20], Some(9)),
-            ("no container ran: the latest condition change", vec![], vec![3, 11], Some(11)),
-            ("nothing says", vec![], vec![], None),
-            ("one container", vec![4], vec![], Some(4)),
+        type Case<'a> = (&'a str, &'a [i64], &'a [i64], Option<i64>);
+        let cases: [Case<'_>; 4] = [
+            ("the latest finishedAt wins over conditions", &[5, 9, 7], &[20], Some(9)),
+            ("no container ran: the latest condition change", &[], &[3, 11], Some(11)),
+            ("nothing says", &[], &[], None),
+            ("one container", &[4], &[], Some(4)),
         ];
         for (what, finished, transitions, want) in cases {
-            assert_eq!(termination_time(finished, transitions), want, "{what}");
+            assert_eq!(
+                termination_time(finished.iter().copied(), transitions.iter().copied()),
+                want,
+                "{what}"
+            );
         }
         let failed_before_start: PodFacts = serde_json::from_value(json!({
             "metadata": {"name": "q"},
