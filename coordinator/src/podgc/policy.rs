@@ -10,14 +10,16 @@ use std::time::Duration;
 
 use super::core::{self, Deletion, PodView, Reason};
 
-/// The order terminated pods are collected in, within each rule.
+/// The order terminated pods are collected in, within each rule. (The variants carry no doc
+/// comments: clap would print the flag's possible values as a list, and every flag's help in
+/// its long form.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Order {
-    /// upstream's: evicted first, then the oldest by creation, then by name.
+    // upstream's: evicted first, then the oldest by creation, then by name.
     #[default]
     Upstream,
-    /// Succeeded pods before the others (failures are what people debug: k/k#118992), then
-    /// upstream's order within each.
+    // Succeeded pods before the others (failures are what people debug: k/k#118992), then
+    // upstream's order within each.
     SucceededFirst,
 }
 
