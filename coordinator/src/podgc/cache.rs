@@ -55,7 +55,7 @@ const GRACE_ZERO: u8 = 4;
 /// One cached pod in 48 bytes: its name is a slice of the shared arena, namespace and node are
 /// interned ids (0: none, which also marks a free slot), the uid is 16 bytes when it is a
 /// canonical UUID. `created` is seconds since the epoch; the termination and deletion times are
-/// seconds after it (a pod lives less than 136 years), which keeps the record at 48 bytes.
+/// offsets from it in seconds (within 68 years of it), which keeps the record at 48 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Record {
     name_at: u32,
@@ -65,16 +65,18 @@ struct Record {
     node: u32,
     uid: [u8; 16],
     created: i64,
-    /// Termination time − creation time (0 also when unknown: then it is the creation time).
-    terminated_after: u32,
+    /// Termination time − creation time (0 also when unknown: then it is the creation time). It
+    /// may be negative: a kubelet's clock behind the API server's, or a pod whose statuses were
+    /// written for it (the loadtest's podgc-policy scenario), is taken as the pod says.
+    terminated_offset: i32,
     /// Deletion timestamp − creation time, + 1; 0: not being deleted.
     deleted_after: u32,
     phase: Phase,
     flags: u8,
 }
 
-/// `at − created` in seconds, clamped to what a record holds (a time before the creation, from
-/// a skewed clock, counts as the creation).
+/// `at − created` in seconds, clamped to what a record holds (a deletion before the creation, from
+/// a skewed clock, counts as at the creation).
 fn seconds_after(created: i64, at: i64) -> u32 {
     u32::try_from(at.saturating_sub(created).max(0)).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
 }
@@ -177,7 +179,13 @@ impl PodCache {
             node,
             uid: uuid.map_or([0; 16], |u| *u.as_bytes()),
             created,
-            terminated_after: pod.terminated_at.map_or(0, |at| seconds_after(created, at)),
+            terminated_offset: pod.terminated_at.map_or(0, |at| {
+                i32::try_from(at.saturating_sub(created)).unwrap_or(if at < created {
+                    i32::MIN
+                } else {
+                    i32::MAX
+                })
+            }),
             deleted_after: pod
                 .metadata
                 .deletion_timestamp
@@ -294,7 +302,7 @@ impl PodCache {
                 has_finalizers: r.flags & HAS_FINALIZERS != 0,
                 grace_zero: r.flags & GRACE_ZERO != 0,
                 created: r.created,
-                terminated_at: r.created + i64::from(r.terminated_after),
+                terminated_at: r.created + i64::from(r.terminated_offset),
                 deleted_at: r.created + i64::from(r.deleted_after.saturating_sub(1)),
                 evicted_reason: r.flags & EVICTED != 0,
             })
@@ -410,7 +418,15 @@ mod tests {
         assert_eq!((views[0].terminated_at, views[0].deleted_at), (created + 3600, created + 7200));
         assert!(views[0].deleting && views[0].grace_zero && views[0].has_finalizers);
         assert_eq!(views[1].terminated_at, created, "nothing says: the creation time");
+
         assert!(!views[1].deleting);
+        cache.apply(&pod(serde_json::json!({
+            "metadata": {"namespace": "a", "name": "skewed", "creationTimestamp": "2026-11-24T10:00:00Z"},
+            "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "c", "state": {"terminated": {"exitCode": 1, "finishedAt": "2026-11-24T07:00:00Z"}}}]}
+        })));
+        let skewed = cache.views().into_iter().find(|v| v.name == "skewed").expect("skewed");
+        assert_eq!(skewed.terminated_at, created - 3 * 3600, "a finish before the creation is kept as it is");
     }
 
     #[test]

@@ -190,13 +190,16 @@ pub async fn run(
         reported_caps: Mutex::new(BTreeSet::new()),
     };
     let mut quarantine = Quarantine::default();
-    let mut tick = tokio::time::interval(gc.config.period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // As upstream's `wait.UntilWithContext`: a full period after each pass ends, so that the
+    // watch has delivered the pass's own deletions before the next one counts (a pass longer
+    // than the period would otherwise count, and delete again, pods it has just deleted).
+    let mut wait = Duration::ZERO;
     loop {
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait_for(|stop| *stop) => break,
         }
+        wait = gc.config.period;
         if !gc.leadership.is_leader() {
             // A new tenure starts afresh, as a new kube-controller-manager leader does.
             quarantine = Quarantine::default();
