@@ -60,6 +60,7 @@ fn fast_gc(threshold: usize) -> PodGcConfig {
         period: Duration::from_millis(200),
         quarantine: Duration::from_secs(1),
         concurrency: 4,
+        ..PodGcConfig::default()
     }
 }
 
@@ -285,4 +286,151 @@ async fn unscheduled_terminating_pods_are_marked_failed_and_force_deleted() {
     .await;
     assert!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "unscheduled") >= 1);
     assert!(pods.get_opt("never-bound").await.expect("get").is_some(), "the finalizer still holds it");
+}
+
+async fn create_pod_in(f: &Fixture, namespace: &str, name: &str, phase: &str, finalizers: &[&str]) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(f.client.clone());
+    let ns = serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
+    let _ = namespaces.create(&PostParams::default(), &ns).await;
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), namespace);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "finalizers": finalizers},
+        "spec": {"nodeName": "sim-node-0", "containers": [{"name": "c", "image": "busybox"}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("create pod");
+    let patch = json!({"status": {"phase": phase}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("status");
+}
+
+async fn names_in(f: &Fixture, namespace: &str) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(f.client.clone(), namespace);
+    let mut names: Vec<String> = pods
+        .list(&Default::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn gauge(registry: &prometheus::Registry, name: &str) -> i64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|m| m.name() == name)
+        .flat_map(|m| m.get_metric().iter())
+        .map(|m| m.get_gauge().value() as i64)
+        .sum()
+}
+
+fn passes(registry: &prometheus::Registry) -> u64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|m| m.name() == "pod_gc_collector_pass_duration_seconds")
+        .flat_map(|m| m.get_metric().iter())
+        .map(|m| m.get_histogram().get_sample_count())
+        .sum()
+}
+
+/// Waits until `more` further passes have run.
+async fn wait_passes(registry: &prometheus::Registry, more: u64) {
+    let until = passes(registry) + more;
+    wait_until("more PodGC passes", Duration::from_secs(20), || async {
+        (passes(registry) >= until).then_some(())
+    })
+    .await;
+}
+
+fn deletes_of(f: &Fixture, id: &str, name: &str) -> usize {
+    read_log(&f.audit)
+        .expect("audit log")
+        .iter()
+        .filter(|e| e.user_agent == kube_client::user_agent(id) && e.verb == "delete")
+        .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "pods" && o.name == name))
+        .count()
+}
+
+/// k/k#141190: terminated pods already force-deleted (grace 0) and held by a finalizer. Upstream
+/// deletes the oldest again every pass and counts both, so a newer pod goes in their place; with
+/// the skip they are neither deleted again nor counted, and the backlog gauge shows them.
+#[tokio::test]
+async fn finalizer_held_pods_are_not_deleted_again_nor_counted_with_the_skip() {
+    for skip in [false, true] {
+        let f = fixture().await;
+        let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
+        let force = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+        create_pod_in(&f, "default", "a-held", "Succeeded", &["example.com/hold"]).await;
+        pods.delete("a-held", &force).await.expect("force delete");
+        create_pod_in(&f, "default", "b", "Succeeded", &[]).await;
+        create_pod_in(&f, "default", "c", "Succeeded", &[]).await;
+        create_pod_in(&f, "default", "z-held", "Failed", &["example.com/hold"]).await;
+        pods.delete("z-held", &force).await.expect("force delete");
+        let config = PodGcConfig { skip_finalizer_held: skip, ..fast_gc(2) };
+        let (registry, _stop) = start_podgc(&f, "coordinator-a", config);
+        wait_until("the held pods in the backlog", Duration::from_secs(20), || async {
+            (gauge(&registry, "pod_gc_collector_finalizer_held_pods") == 2).then_some(())
+        })
+        .await;
+        wait_passes(&registry, 5).await;
+        let repeated = deletes_of(&f, "coordinator-a", "a-held");
+        if skip {
+            assert_eq!(repeated, 0, "left to its finalizer");
+            assert_eq!(names_in(&f, "default").await, ["a-held", "b", "c", "z-held"], "not counted");
+        } else {
+            assert!(repeated >= 3, "upstream deletes it again every pass: {repeated}");
+            assert_eq!(names_in(&f, "default").await, ["a-held", "c", "z-held"], "and counts them: b went");
+        }
+    }
+}
+
+/// Per-namespace caps from the flag and the ConfigMap: each namespace keeps its newest; a bad
+/// value is ignored (the flag's cap applies) and reported once by a Warning Event on the ConfigMap.
+#[tokio::test]
+async fn namespace_caps_keep_each_namespaces_newest_and_a_bad_cap_is_reported_once() {
+    let f = fixture().await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(f.client.clone(), "kube-system");
+    let caps = serde_json::from_value(json!({
+        "metadata": {"name": "podgc-caps"},
+        "data": {"team-a": "1", "team-b": "lots"}
+    }))
+    .expect("configmap");
+    config_maps.create(&PostParams::default(), &caps).await.expect("configmap");
+    for ns in ["team-a", "team-b", "team-c"] {
+        for name in ["p1", "p2", "p3"] {
+            create_pod_in(&f, ns, name, "Failed", &[]).await;
+        }
+    }
+    let config = PodGcConfig {
+        namespace_threshold: 2,
+        namespace_caps: Some("kube-system/podgc-caps".parse().expect("ref")),
+        ..fast_gc(0)
+    };
+    let (registry, _stop) = start_podgc(&f, "coordinator-a", config);
+    wait_until("each namespace down to its cap", Duration::from_secs(20), || async {
+        (names_in(&f, "team-a").await == ["p3"]
+            && names_in(&f, "team-b").await == ["p2", "p3"]
+            && names_in(&f, "team-c").await == ["p2", "p3"])
+        .then_some(())
+    })
+    .await;
+    wait_passes(&registry, 5).await;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(f.client.clone(), "kube-system");
+    let warnings: Vec<_> = events
+        .list(&Default::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(controller::INVALID_CAP_REASON))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one Event, not one per pass: {warnings:?}");
+    assert_eq!(warnings[0].involved_object.name.as_deref(), Some("podgc-caps"));
+    assert_eq!(warnings[0].type_.as_deref(), Some("Warning"));
+    assert!(warnings[0].message.as_deref().unwrap_or("").contains("\"lots\""), "{:?}", warnings[0].message);
 }

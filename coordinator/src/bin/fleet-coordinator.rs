@@ -20,7 +20,8 @@ use batchfleet_coordinator::grpc_metrics::{GrpcMetricsLayer, GrpcServerMetrics};
 use batchfleet_coordinator::kube_client;
 use batchfleet_coordinator::leader::{self, ElectionTiming, Leadership};
 use batchfleet_coordinator::metrics_endpoint;
-use batchfleet_coordinator::podgc::controller::{self as podgc, PodGcConfig, PodGcMetrics};
+use batchfleet_coordinator::podgc::controller::{self as podgc, ConfigMapRef, PodGcConfig, PodGcMetrics};
+use batchfleet_coordinator::podgc::policy::Order;
 use batchfleet_coordinator::store::etcd::EtcdStore;
 use batchfleet_coordinator::store::kubernetes::KubernetesStore;
 use batchfleet_coordinator::store::{Candidate, CoordinationStore};
@@ -116,6 +117,26 @@ struct Args {
     /// How long a node missing from the cache waits before PodGC looks it up.
     #[arg(long, env = "FLEET_PODGC_QUARANTINE", default_value = "40s", value_parser = humantime::parse_duration)]
     podgc_quarantine: Duration,
+    /// Terminated pods that terminated longer ago than this (their last container's finish,
+    /// docs/beyond-upstream.md) are deleted whatever the thresholds (default: no age limit).
+    #[arg(long, env = "FLEET_PODGC_MAX_AGE", value_parser = parse_positive_duration)]
+    podgc_max_age: Option<Duration>,
+    /// Terminated pods kept per namespace before PodGC deletes that namespace's oldest; 0: no
+    /// per-namespace cap. Beside --terminated-pod-gc-threshold, which counts what is left.
+    #[arg(long, env = "FLEET_PODGC_NAMESPACE_THRESHOLD", default_value_t = 0)]
+    podgc_namespace_threshold: usize,
+    /// A ConfigMap (NAMESPACE/NAME) of per-namespace caps, `<namespace>: "<cap>"`, read every
+    /// pass; a cap overrides --podgc-namespace-threshold for its namespace (0: no cap).
+    #[arg(long, env = "FLEET_PODGC_NAMESPACE_CAPS", value_name = "NAMESPACE/NAME")]
+    podgc_namespace_caps: Option<ConfigMapRef>,
+    /// The order terminated pods are deleted in: upstream (evicted, then oldest) or
+    /// succeeded-first (Succeeded pods before Failed ones, upstream's order within each).
+    #[arg(long, env = "FLEET_PODGC_ORDER", value_enum, default_value_t = Order::Upstream)]
+    podgc_order: Order,
+    /// Leave out pods deleted with grace period 0 that only finalizers keep: they are not
+    /// deleted again every pass nor counted towards the thresholds (upstream does both).
+    #[arg(long, env = "FLEET_PODGC_SKIP_FINALIZER_HELD", default_value_t = false, action = clap::ArgAction::Set)]
+    podgc_skip_finalizer_held: bool,
     /// Controllers the leader runs besides the fleet, as kube-controller-manager's flag: `podgc`
     /// (or `*`) runs PodGC, `-podgc` leaves it to kube-controller-manager (beside it, see
     /// docs/migration.md).
@@ -137,6 +158,14 @@ fn parse_controllers(s: &str) -> Result<bool, String> {
         }
     }
     Ok(podgc)
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("must be more than 0 (leave the flag out for no age limit)".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_shard_count(s: &str) -> Result<u32, String> {
@@ -302,6 +331,11 @@ async fn run(args: Args, timing: ElectionTiming, grpc: GrpcSecurity) -> anyhow::
         terminated_pod_threshold: args.terminated_pod_gc_threshold,
         period: args.podgc_period,
         quarantine: args.podgc_quarantine,
+        max_age: args.podgc_max_age,
+        namespace_threshold: args.podgc_namespace_threshold,
+        namespace_caps: args.podgc_namespace_caps.clone(),
+        order: args.podgc_order,
+        skip_finalizer_held: args.podgc_skip_finalizer_held,
         ..PodGcConfig::default()
     };
     let metrics = PodGcMetrics::register(&registry)?;
@@ -438,6 +472,47 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+#[cfg(test)]
+mod podgc_flags {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_upstreams_and_the_policy_flags_parse() {
+        let a = Args::try_parse_from(["fleet-coordinator"]).unwrap();
+        assert_eq!(
+            (
+                a.podgc_max_age,
+                a.podgc_namespace_threshold,
+                &a.podgc_namespace_caps,
+                a.podgc_order,
+                a.podgc_skip_finalizer_held
+            ),
+            (None, 0, &None, Order::Upstream, false)
+        );
+        let a = Args::try_parse_from([
+            "fleet-coordinator",
+            "--podgc-max-age=6h",
+            "--podgc-namespace-threshold=100",
+            "--podgc-namespace-caps=batchfleet/podgc-caps",
+            "--podgc-order=succeeded-first",
+            "--podgc-skip-finalizer-held=true",
+        ])
+        .unwrap();
+        assert_eq!(a.podgc_max_age, Some(Duration::from_secs(6 * 3600)));
+        assert_eq!(
+            a.podgc_namespace_caps,
+            Some(ConfigMapRef { namespace: "batchfleet".into(), name: "podgc-caps".into() })
+        );
+        assert_eq!((a.podgc_order, a.podgc_skip_finalizer_held), (Order::SucceededFirst, true));
+        for bad in ["--podgc-max-age=0s", "--podgc-namespace-caps=just-a-name", "--podgc-order=newest"] {
+            let e = Args::try_parse_from(["fleet-coordinator", bad]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -49,10 +49,13 @@ impl Phase {
 
 const EVICTED: u8 = 1;
 const HAS_FINALIZERS: u8 = 2;
+/// `metadata.deletionGracePeriodSeconds == 0`: deleted with no grace (a force deletion).
+const GRACE_ZERO: u8 = 4;
 
 /// One cached pod in 48 bytes: its name is a slice of the shared arena, namespace and node are
 /// interned ids (0: none, which also marks a free slot), the uid is 16 bytes when it is a
-/// canonical UUID, times are seconds since the epoch (`deleted` 0: not being deleted).
+/// canonical UUID. `created` is seconds since the epoch; the termination and deletion times are
+/// offsets from it in seconds (within 68 years of it), which keeps the record at 48 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Record {
     name_at: u32,
@@ -62,9 +65,20 @@ struct Record {
     node: u32,
     uid: [u8; 16],
     created: i64,
-    deleted: i64,
+    /// Termination time − creation time (0 also when unknown: then it is the creation time). It
+    /// may be negative: a kubelet's clock behind the API server's, or a pod whose statuses were
+    /// written for it (the loadtest's podgc-policy scenario), is taken as the pod says.
+    terminated_offset: i32,
+    /// Deletion timestamp − creation time, + 1; 0: not being deleted.
+    deleted_after: u32,
     phase: Phase,
     flags: u8,
+}
+
+/// `at − created` in seconds, clamped to what a record holds (a deletion before the creation, from
+/// a skewed clock, counts as at the creation).
+fn seconds_after(created: i64, at: i64) -> u32 {
+    u32::try_from(at.saturating_sub(created).max(0)).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
 }
 
 /// Strings seen many times (namespaces, nodes), stored once, by id from 1.
@@ -154,15 +168,29 @@ impl PodCache {
         if pod.reason.as_deref() == Some("Evicted") {
             flags |= EVICTED;
         }
+        if pod.metadata.deletion_grace_period_seconds == Some(0) {
+            flags |= GRACE_ZERO;
+        }
+        let created = pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
         let fields = Record {
             name_at: 0,
             name_len: 0,
             namespace,
             node,
             uid: uuid.map_or([0; 16], |u| *u.as_bytes()),
-            created: pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
-            // A deletion timestamp at the epoch itself still marks the pod as being deleted.
-            deleted: pod.metadata.deletion_timestamp.as_ref().map_or(0, |t| t.0.as_second().max(1)),
+            created,
+            terminated_offset: pod.terminated_at.map_or(0, |at| {
+                i32::try_from(at.saturating_sub(created)).unwrap_or(if at < created {
+                    i32::MIN
+                } else {
+                    i32::MAX
+                })
+            }),
+            deleted_after: pod
+                .metadata
+                .deletion_timestamp
+                .as_ref()
+                .map_or(0, |t| seconds_after(created, t.0.as_second()) + 1),
             phase: Phase::parse(pod.phase.as_deref()),
             flags,
         };
@@ -270,9 +298,12 @@ impl PodCache {
                 },
                 phase: r.phase.as_str(),
                 node_name: if r.node == 0 { "" } else { self.strings.get(r.node) },
-                deleting: r.deleted != 0,
+                deleting: r.deleted_after != 0,
                 has_finalizers: r.flags & HAS_FINALIZERS != 0,
+                grace_zero: r.flags & GRACE_ZERO != 0,
                 created: r.created,
+                terminated_at: r.created + i64::from(r.terminated_offset),
+                deleted_at: r.created + i64::from(r.deleted_after.saturating_sub(1)),
                 evicted_reason: r.flags & EVICTED != 0,
             })
             .collect()
@@ -364,6 +395,38 @@ mod tests {
         })));
         let view = &cache.views()[0];
         assert!(view.deleting && view.has_finalizers);
+        assert!(!view.grace_zero);
+    }
+
+    #[test]
+    fn termination_and_deletion_times_survive_the_compact_record() {
+        let mut cache = PodCache::default();
+        cache.apply(&pod(serde_json::json!({
+            "metadata": {"namespace": "a", "name": "held", "finalizers": ["example.com/hold"],
+                         "creationTimestamp": "2026-11-24T10:00:00Z",
+                         "deletionTimestamp": "2026-11-24T12:00:00Z", "deletionGracePeriodSeconds": 0},
+            "status": {"phase": "Succeeded", "containerStatuses": [
+                {"name": "c", "state": {"terminated": {"exitCode": 0, "finishedAt": "2026-11-24T11:00:00Z"}}}]}
+        })));
+        cache.apply(&pod(serde_json::json!({
+            "metadata": {"namespace": "a", "name": "plain", "creationTimestamp": "2026-11-24T10:00:00Z"},
+            "status": {"phase": "Failed"}
+        })));
+        let mut views = cache.views();
+        views.sort_by_key(|v| v.name);
+        let created = 1_795_514_400;
+        assert_eq!((views[0].terminated_at, views[0].deleted_at), (created + 3600, created + 7200));
+        assert!(views[0].deleting && views[0].grace_zero && views[0].has_finalizers);
+        assert_eq!(views[1].terminated_at, created, "nothing says: the creation time");
+
+        assert!(!views[1].deleting);
+        cache.apply(&pod(serde_json::json!({
+            "metadata": {"namespace": "a", "name": "skewed", "creationTimestamp": "2026-11-24T10:00:00Z"},
+            "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "c", "state": {"terminated": {"exitCode": 1, "finishedAt": "2026-11-24T07:00:00Z"}}}]}
+        })));
+        let skewed = cache.views().into_iter().find(|v| v.name == "skewed").expect("skewed");
+        assert_eq!(skewed.terminated_at, created - 3 * 3600, "a finish before the creation is kept as it is");
     }
 
     #[test]

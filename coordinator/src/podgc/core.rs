@@ -28,10 +28,16 @@ pub struct PodView<'a> {
     pub node_name: &'a str,
     pub deleting: bool,
     /// Finalizers hold it: upstream force-deletes such pods again every pass (the open
-    /// k/k#141190 would skip them), so the passes do not look at it yet.
+    /// k/k#141190 would skip them); `--podgc-skip-finalizer-held` does.
     pub has_finalizers: bool,
+    /// `metadata.deletionGracePeriodSeconds == 0`.
+    pub grace_zero: bool,
     /// `metadata.creationTimestamp`, seconds since the epoch.
     pub created: i64,
+    /// When it terminated ([`super::pod_facts::termination_time`], else `created`).
+    pub terminated_at: i64,
+    /// `metadata.deletionTimestamp` when `deleting`.
+    pub deleted_at: i64,
     /// `status.reason == "Evicted"` (with phase Failed: upstream's `eviction.PodIsEvicted`).
     pub evicted_reason: bool,
 }
@@ -101,15 +107,16 @@ pub struct Deletion {
 pub const ORPHAN_CONDITION_REASON: &str = "DeletionByPodGC";
 pub const ORPHAN_CONDITION_MESSAGE: &str = "PodGC: node no longer exists";
 
-fn is_terminated(pod: &PodView) -> bool {
+/// upstream `isPodTerminated`.
+pub fn is_terminated(pod: &PodView) -> bool {
     !matches!(pod.phase, "Pending" | "Running" | "Unknown")
 }
 
-fn is_evicted(pod: &PodView) -> bool {
+pub fn is_evicted(pod: &PodView) -> bool {
     pod.phase == "Failed" && pod.evicted_reason
 }
 
-fn deletion(pod: &PodView, reason: Reason) -> Deletion {
+pub fn deletion(pod: &PodView, reason: Reason) -> Deletion {
     Deletion {
         namespace: pod.namespace.to_string(),
         name: pod.name.to_string(),
@@ -121,10 +128,12 @@ fn deletion(pod: &PodView, reason: Reason) -> Deletion {
 }
 
 /// upstream `byEvictionAndCreationTimestamp`: evicted first, then oldest, then by name.
+pub fn eviction_and_creation_order(a: &PodView<'_>, b: &PodView<'_>) -> std::cmp::Ordering {
+    is_evicted(b).cmp(&is_evicted(a)).then(a.created.cmp(&b.created)).then_with(|| a.name.cmp(b.name))
+}
+
 fn by_eviction_and_creation(pods: &mut [&PodView<'_>]) {
-    pods.sort_by(|a, b| {
-        is_evicted(b).cmp(&is_evicted(a)).then(a.created.cmp(&b.created)).then_with(|| a.name.cmp(b.name))
-    });
+    pods.sort_by(|a, b| eviction_and_creation_order(a, b));
 }
 
 /// `gcTerminated`: the terminated pods beyond `threshold`, evicted and oldest first. A threshold
@@ -230,7 +239,10 @@ mod tests {
             node_name: node,
             deleting: false,
             has_finalizers: false,
+            grace_zero: false,
             created,
+            terminated_at: created,
+            deleted_at: 0,
             evicted_reason: false,
         }
     }

@@ -171,6 +171,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if args.scenario == run::fleet_scale::NAME {
         return run_fleet_scale(args, log_format);
     }
+    if run::podgc_policy::is_podgc_policy(&args.scenario) {
+        return run_podgc_policy(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -202,6 +205,37 @@ fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         return ExitCode::FAILURE;
     }
     until_stopped(run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out), &out)
+}
+
+/// `loadtest run podgc-policy` (or a file of its kind): its own sim, pods and coordinator
+/// (`run/podgc_policy.rs`); exit codes as for any run.
+fn run_podgc_policy(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sim and coordinator; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::podgc_policy::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::podgc_policy::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::podgc_policy::run(run::podgc_policy::KIND, spec, &out), &out)
 }
 
 /// Runs `run` to its report, or until Ctrl-C or SIGTERM drops it, and with it every process it

@@ -8,6 +8,7 @@ pub(crate) mod faults;
 pub mod fleet_scale;
 mod leader_metrics;
 mod lease_lapses;
+pub mod podgc_policy;
 pub(crate) mod progress;
 mod recovery;
 mod replay;
@@ -227,7 +228,7 @@ impl Controllers {
 
 /// The audit log once the sim wrote everything it was sent: its size the same twice in a row
 /// and every line whole.
-async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
+pub(crate) async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last_len = None;
     loop {
