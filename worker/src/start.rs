@@ -15,10 +15,11 @@ use crate::client::{self, ClientLimits};
 use crate::clock::{Clock, SystemClock};
 use crate::cronjob::controller::CronJobController;
 use crate::events::EventSink;
+use crate::informer::Informers;
 use crate::job::controller::{JobController, JobQueues};
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
-use crate::runtime::protocol::{Handlers, ShardRuntime};
+use crate::runtime::protocol::ShardRuntime;
 use crate::runtime::shard::ShardTable;
 use crate::runtime::watch::{self, ShardFiltering};
 use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
@@ -230,13 +231,13 @@ pub async fn start_on_shards_with(
     shards: ShardTable,
     filtering: Option<ShardFiltering>,
 ) -> Result<Worker, StartError> {
-    let Clients { controllers: client, informers } = clients;
+    let Clients { controllers: client, informers: informers_client } = clients;
     if shards.space().count() != opts.shards {
         return Err(StartError::Shards(crate::shards::BadShardCount(shards.space().count())));
     }
     let filtering = match filtering {
         Some(f) => f,
-        None => watch::probe(&informers, &shards).await,
+        None => watch::probe(&informers_client, &shards).await,
     };
     let registry = Registry::new();
     client::ClientMetrics::global().register(&registry)?;
@@ -256,8 +257,10 @@ pub async fn start_on_shards_with(
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,
         ..JobConfig::default()
     };
+    let informers = Informers::new(shards.clone());
     let jobs = JobController::new(
         client.clone(),
+        &informers,
         config,
         job_metrics,
         events,
@@ -276,6 +279,7 @@ pub async fn start_on_shards_with(
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(
         client.clone(),
+        &informers,
         &registry,
         cron_queue,
         cron_events,
@@ -285,8 +289,14 @@ pub async fn start_on_shards_with(
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
     let ttl_queue_watch = ttl_queue.clone();
-    let ttl = TtlController::new(client.clone(), &registry, ttl_queue, shards.clone(), opts.clock.clone())?;
-    let mut handlers = Handlers::default();
+    let ttl = TtlController::new(
+        client.clone(),
+        informers.jobs.clone(),
+        &registry,
+        ttl_queue,
+        shards.clone(),
+        opts.clock.clone(),
+    )?;
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry, health.clone())
         .await
         .map_err(|source| StartError::Bind { addr: opts.metrics_addr, source })?;
@@ -297,8 +307,8 @@ pub async fn start_on_shards_with(
     // once (its sender dropped), and a task that ends stops the worker.
     if opts.controllers.job {
         tasks.spawn(record_events);
-        handlers.jobs.push(jobs.clone());
-        handlers.pods.push(jobs.clone());
+        informers.jobs.add_handler(jobs.clone());
+        informers.pods.add_handler(jobs.clone());
         health.watch_queue("job", {
             let q = queue.clone();
             move || q.progress()
@@ -311,8 +321,8 @@ pub async fn start_on_shards_with(
     }
     if opts.controllers.cronjob {
         tasks.spawn(record_cron_events);
-        handlers.jobs.push(cronjobs.clone());
-        handlers.cronjobs.push(cronjobs.clone());
+        informers.jobs.add_handler(cronjobs.clone());
+        informers.cronjobs.add_handler(cronjobs.clone());
         health.watch_queue("cronjob", {
             let q = cron_queue_watch.clone();
             move || q.progress()
@@ -320,14 +330,14 @@ pub async fn start_on_shards_with(
         tasks.spawn(cronjobs.run(opts.concurrent_cron_job_syncs));
     }
     if opts.controllers.ttl_after_finished {
-        handlers.jobs.push(ttl.clone());
+        informers.jobs.add_handler(ttl.clone());
         health.watch_queue("ttl_jobs_to_delete", {
             let q = ttl_queue_watch.clone();
             move || q.progress()
         });
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
     }
-    let runtime = Arc::new(ShardRuntime::start(informers, shards, filtering, handlers));
+    let runtime = Arc::new(ShardRuntime::start(informers_client, shards, filtering, informers));
     tracing::info!(
         %metrics_addr,
         managed_by = %opts.job_managed_by,

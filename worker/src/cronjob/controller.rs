@@ -1,13 +1,11 @@
-//! The CronJob controller's shell: watches CronJobs and Jobs into caches, and drives the decision
-//! core's sync state machine — one API call per step — with upstream's queue semantics.
+//! The CronJob controller's shell: reads CronJobs and Jobs from the worker's stores, and drives
+//! the decision core's sync state machine — one API call per step — with upstream's queue semantics.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
-use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, ApiError, Effect, Next, Outcome, UpdateAction};
@@ -15,8 +13,7 @@ use super::creates_first::CreatesFirst;
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
-use crate::informer::{RecentlyDeleted, is_newer};
-use crate::job::cache::ObjectKey;
+use crate::informer::{Handler, Informers, JOBS_BY_CONTROLLER_NAME, ObjectKey, Store, is_newer};
 use crate::runtime::reconcile::{self, Verdict};
 use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
@@ -24,32 +21,20 @@ use crate::runtime::write::{Fence, WriteError};
 
 pub struct CronJobController {
     client: kube::Client,
-    cronjobs: RwLock<HashMap<ObjectKey, Arc<CronJob>>>,
-    /// Jobs per namespace, by name: the core matches them to CronJobs by controller reference.
-    jobs: RwLock<HashMap<String, BTreeMap<String, Arc<Job>>>>,
+    cronjobs: Arc<Store<CronJob>>,
+    /// Read by the name of their controller reference, which the core matches CronJobs by.
+    jobs: Arc<Store<Job>>,
     queue: WorkQueue<ObjectKey>,
     events: EventSink,
     skew: Histogram,
     local_zone: jiff::tz::TimeZone,
     clock: Arc<dyn Clock>,
     shards: ShardTable,
-    /// (CronJobs listed, Jobs listed): workers start once both are.
-    synced: tokio::sync::watch::Sender<(bool, bool)>,
-    /// Jobs and CronJobs the watch reported deleted: write responses must not revive them.
-    deleted: RecentlyDeleted,
     creates_first: CreatesFirst,
 }
 
 /// The longest a status write waits for other syncs' Job creations (see [`CreatesFirst`]).
 const STATUS_WRITE_MAX_HOLD: Duration = Duration::from_secs(1);
-
-/// What [`CronJobController::cache_cronjob`] did.
-enum Cached {
-    /// The cache already held this version or a later one.
-    Stale,
-    /// The CronJob went in, replacing this.
-    Replaced(Option<Arc<CronJob>>),
-}
 
 fn api_error(e: kube::Error) -> ApiError {
     ApiError::new(api_errors::kind(&e), api_errors::message(&e))
@@ -60,8 +45,10 @@ fn write_error(e: WriteError) -> ApiError {
 }
 
 impl CronJobController {
+    #[allow(clippy::too_many_arguments)] // the shell's collaborators, each named at the one call
     pub fn new(
         client: kube::Client,
+        informers: &Informers,
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
         events: EventSink,
@@ -80,43 +67,31 @@ impl CronJobController {
         registry.register(Box::new(skew.clone()))?;
         let this = Arc::new(Self {
             client,
-            cronjobs: RwLock::new(HashMap::new()),
-            jobs: RwLock::new(HashMap::new()),
+            cronjobs: informers.cronjobs.clone(),
+            jobs: informers.jobs.clone(),
             queue,
             events,
             skew,
             local_zone,
             clock,
             shards,
-            synced: tokio::sync::watch::channel((false, false)).0,
-            deleted: RecentlyDeleted::default(),
             creates_first: CreatesFirst::default(),
         });
         // A shard that becomes Active here: sync its CronJobs, and no others.
         let weak = Arc::downgrade(&this);
         this.shards.on_activate(Arc::new(move |shard| {
             let Some(this) = weak.upgrade() else { return };
-            let keys: Vec<ObjectKey> = this.cronjobs.read().keys().cloned().collect();
-            for key in keys {
-                if this.shards.shard_of(&key.namespace) == shard {
-                    this.queue.add(key);
-                }
+            for key in this.cronjobs.keys_in_shard(shard) {
+                this.queue.add(key);
             }
-        }));
-        let weak = Arc::downgrade(&this);
-        this.shards.on_drop(Arc::new(move |shard| {
-            let Some(this) = weak.upgrade() else { return };
-            this.cronjobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
-            this.jobs.write().retain(|ns, _| this.shards.shard_of(ns) != shard);
         }));
         Ok(this)
     }
 
-    /// Runs the CronJob watch and `workers` concurrent syncs; Jobs arrive through
-    /// [`crate::informer`].
+    /// Runs `workers` concurrent syncs; CronJobs and Jobs arrive through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        let mut synced = self.synced.subscribe();
+        let (cronjobs, jobs) = (self.cronjobs.clone(), self.jobs.clone());
         let this = self.clone();
         tasks.spawn(reconcile::run(
             "cronjob",
@@ -124,7 +99,8 @@ impl CronJobController {
             self.shards.clone(),
             workers,
             async move {
-                let _ = synced.wait_for(|(a, b)| *a && *b).await;
+                cronjobs.wait_synced().await;
+                jobs.wait_synced().await;
             },
             move |key: ObjectKey, epoch| {
                 let this = this.clone();
@@ -158,9 +134,9 @@ impl CronJobController {
 
     /// Drives one sync through the core's steps.
     async fn sync(&self, key: &ObjectKey, epoch: Epoch) -> Outcome {
-        let Some(cj) = self.cronjobs.read().get(key).cloned() else { return Outcome::Done };
-        let jobs: Vec<Arc<Job>> =
-            self.jobs.read().get(&key.namespace).map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let Some(cj) = self.cronjobs.get(key) else { return Outcome::Done };
+        let controlled = crate::informer::controller_name_value(&key.namespace, &key.name);
+        let jobs = self.jobs.by_index(JOBS_BY_CONTROLLER_NAME.name, &controlled);
         let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
         let mut before_create = Some(self.creates_first.sync_started());
         let mut step = core::sync(&cj, jobs.iter().map(|j| &**j), &self.now());
@@ -201,10 +177,8 @@ impl CronJobController {
                         .map(Arc::new)
                         .map_err(write_error);
                     drop(before_create.take());
-                    if let Ok(created) = &r
-                        && !self.deleted.contains(created.metadata.uid.as_deref())
-                    {
-                        self.cache_job(created.clone());
+                    if let Ok(created) = &r {
+                        self.jobs.wrote((**created).clone(), self);
                     }
                     c.answer(r.as_deref().map_err(Clone::clone))
                 }
@@ -217,31 +191,12 @@ impl CronJobController {
                     let r = fence
                         .send_object(api.replace_status(&name, &PostParams::default(), &u.cronjob))
                         .await;
-                    if let Ok(written) = &r
-                        && !self.deleted.contains(written.metadata.uid.as_deref())
-                    {
-                        self.cache_cronjob(Arc::new(crate::informer::trimmed(written.clone())));
+                    if let Ok(written) = &r {
+                        self.cronjobs.wrote(written.clone(), self);
                     }
                     u.answer(r.map(|_| ()).map_err(write_error))
                 }
             };
-        }
-    }
-}
-
-impl CronJobController {
-    /// Puts a Job the controller wrote or watched into its cache, unless the cache already holds
-    /// this version or a later one. Returns whether the cache learnt something.
-    fn cache_job(&self, job: Arc<Job>) -> bool {
-        let key = ObjectKey::of(&job.metadata);
-        let mut jobs = self.jobs.write();
-        let namespace = jobs.entry(key.namespace).or_default();
-        match namespace.get(&key.name) {
-            Some(cached) if !is_newer(&cached.metadata, &job.metadata) => false,
-            _ => {
-                namespace.insert(key.name, job);
-                true
-            }
         }
     }
 }
@@ -257,27 +212,18 @@ impl CronJobController {
         }
         self.events.publish(epoch, PendingEvent::for_object(cj, e.type_, e.reason, &e.message));
     }
-
-    /// Puts a CronJob the controller wrote or watched into its cache, unless the cache already
-    /// holds this version or a later one.
-    fn cache_cronjob(&self, cj: Arc<CronJob>) -> Cached {
-        let key = ObjectKey::of(&cj.metadata);
-        let mut cronjobs = self.cronjobs.write();
-        if cronjobs.get(&key).is_some_and(|c| !is_newer(&c.metadata, &cj.metadata)) {
-            return Cached::Stale;
-        }
-        Cached::Replaced(cronjobs.insert(key, cj))
-    }
 }
 
-impl crate::informer::Handler<Job> for CronJobController {
+/// Whether a handler's `obj` tells nothing `old` did not: the store held this version or a later
+/// one already (the echo of this controller's own write, or a relist).
+fn nothing_new<K: kube::Resource>(old: Option<&Arc<K>>, obj: &K) -> bool {
+    old.is_some_and(|o| !is_newer(o.meta(), obj.meta()))
+}
+
+impl Handler<Job> for CronJobController {
     fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
-        let key = ObjectKey::of(&job.metadata);
-        if !self.shards.caches(&key.namespace) {
-            return;
-        }
         // The echo of a Job this controller created: the sync that created it already saw it.
-        if !self.cache_job(job.clone()) {
+        if nothing_new(old, job) {
             return;
         }
         let owners = match old {
@@ -290,33 +236,23 @@ impl crate::informer::Handler<Job> for CronJobController {
     }
 
     fn deleted(&self, job: &Arc<Job>) {
-        self.deleted.record(job.metadata.uid.as_deref());
-        let key = ObjectKey::of(&job.metadata);
-        if let Some(ns) = self.jobs.write().get_mut(&key.namespace) {
-            ns.remove(&key.name);
-        }
         if let Some(o) = core::cronjob_for_job_event(job) {
             self.queue.add(ObjectKey::new(o.namespace, o.name));
         }
     }
-
-    fn synced(&self) {
-        self.synced.send_modify(|s| s.1 = true);
-    }
 }
 
-impl crate::informer::Handler<CronJob> for CronJobController {
-    fn applied(&self, _old: Option<&Arc<CronJob>>, cj: &Arc<CronJob>) {
-        let key = ObjectKey::of(&cj.metadata);
-        if !self.shards.caches(&key.namespace) {
+impl Handler<CronJob> for CronJobController {
+    fn applied(&self, old: Option<&Arc<CronJob>>, cj: &Arc<CronJob>) {
+        // Our own status writes land in the store first, and their echo changes nothing the
+        // last sync did not see.
+        if nothing_new(old, cj) {
             return;
         }
-        // The cache, not the informer, holds the previous version: our own status writes land
-        // in it first, and their echo changes nothing the last sync did not see.
-        let Cached::Replaced(old) = self.cache_cronjob(cj.clone()) else { return };
+        let key = ObjectKey::of(&cj.metadata);
         match old {
             None => self.queue.add(key),
-            Some(old) => match core::on_cronjob_update(&old, cj, &self.now()) {
+            Some(old) => match core::on_cronjob_update(old, cj, &self.now()) {
                 UpdateAction::Enqueue => self.queue.add(key),
                 UpdateAction::EnqueueAfter(d) => self.queue.add_after(key, self.real(d)),
                 UpdateAction::Unparseable(e) => self
@@ -326,12 +262,5 @@ impl crate::informer::Handler<CronJob> for CronJobController {
         }
     }
 
-    fn deleted(&self, cj: &Arc<CronJob>) {
-        self.deleted.record(cj.metadata.uid.as_deref());
-        self.cronjobs.write().remove(&ObjectKey::of(&cj.metadata));
-    }
-
-    fn synced(&self) {
-        self.synced.send_modify(|s| s.0 = true);
-    }
+    fn deleted(&self, _cj: &Arc<CronJob>) {}
 }

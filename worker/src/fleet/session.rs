@@ -344,7 +344,7 @@ async fn carry_out(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::protocol::Handlers;
+    use crate::informer::Informers;
     use crate::runtime::shard::ShardTable;
     use crate::runtime::watch::ShardFiltering;
     use crate::shards::ShardSpace;
@@ -354,7 +354,8 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("static url"));
         let client = kube::Client::try_from(config).expect("a client");
         let table = ShardTable::new(ShardSpace::new(4).expect("four shards"));
-        (ShardRuntime::start(client.clone(), table, ShardFiltering::Client, Handlers::default()), client)
+        let informers = Informers::new(table.clone());
+        (ShardRuntime::start(client.clone(), table, ShardFiltering::Client, informers), client)
     }
 
     /// A PREPARE at or below an epoch the worker held the shard at is refused out loud, naming

@@ -1,4 +1,4 @@
-//! The Job controller's thin I/O shell: watches Jobs and pods into the cache, keeps
+//! The Job controller's thin I/O shell: reads Jobs and pods from the worker's stores, keeps
 //! expectations, and runs the decision core's plans against the API server — pod operations,
 //! then the interim status write, then finalizer removals, then the final status — in upstream's
 //! order, stopping at the first failure.
@@ -12,7 +12,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 
-use super::cache::{Cache, ObjectKey, controlling_job_uid};
 use super::core::{
     self, BackoffRecord, Config, CreateOutcome, DeleteOutcome, FinalizerRemoval, JOB_TRACKING_FINALIZER,
     JobPlan, PodOpResults, PodOps, PodRef, SyncInput,
@@ -20,7 +19,7 @@ use super::core::{
 use super::metrics::JobMetrics;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
-use crate::informer::is_newer;
+use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, PODS_BY_JOB_UID, Store, controlling_job_uid};
 use crate::runtime::expectations::{Expectations, UidExpectations};
 use crate::runtime::reconcile::{self, Verdict};
 use crate::runtime::shard::{Epoch, ShardTable};
@@ -36,10 +35,10 @@ pub struct JobQueues {
 
 pub struct JobController {
     client: kube::Client,
-    /// Set once both watches have listed everything: workers wait for it, as upstream waits
-    /// for its informers to sync, so no sync acts on a half-filled cache.
-    synced: tokio::sync::watch::Sender<(bool, bool)>,
-    cache: Arc<Cache>,
+    /// The worker's Jobs and pods; workers wait for both to sync, as upstream waits for its
+    /// informers, so no sync acts on a half-filled store.
+    jobs: Arc<Store<Job>>,
+    pods: Arc<Store<Pod>>,
     queue: WorkQueue<ObjectKey>,
     orphans: WorkQueue<ObjectKey>,
     creations: Expectations<ObjectKey>,
@@ -58,8 +57,10 @@ fn has_tracking_finalizer(pod: &Pod) -> bool {
 }
 
 impl JobController {
+    #[allow(clippy::too_many_arguments)] // the shell's collaborators, each named at the one call
     pub fn new(
         client: kube::Client,
+        informers: &crate::informer::Informers,
         config: Config,
         metrics: JobMetrics,
         events: EventSink,
@@ -69,8 +70,8 @@ impl JobController {
     ) -> Arc<Self> {
         let this = Arc::new(Self {
             client,
-            synced: tokio::sync::watch::channel((false, false)).0,
-            cache: Arc::new(Cache::default()),
+            jobs: informers.jobs.clone(),
+            pods: informers.pods.clone(),
             queue: queues.jobs,
             orphans: queues.orphans,
             creations: Expectations::default(),
@@ -99,42 +100,30 @@ impl JobController {
         this
     }
 
-    /// Empties the caches of a dropped shard's Jobs and pods.
+    /// Forgets the expectations and back-offs of a dropped shard's Jobs (the stores, emptied
+    /// after this hook, still hold them).
     fn forget_shard(&self, shard: u32) {
-        for key in self.cache.job_keys() {
-            if self.shards.shard_of(&key.namespace) == shard {
-                self.cache.remove_job(&key);
-                self.creations.forget(&key);
-                self.deletions.forget(&key);
-                self.finalizers.forget(&key);
-                self.backoff.lock().remove(&key);
-            }
-        }
-        for key in self.cache.pod_keys() {
-            if self.shards.shard_of(&key.namespace) == shard {
-                self.cache.remove_pod(&key);
-            }
+        for key in self.jobs.keys_in_shard(shard) {
+            self.creations.forget(&key);
+            self.deletions.forget(&key);
+            self.finalizers.forget(&key);
+            self.backoff.lock().remove(&key);
         }
     }
 
     fn enqueue_shard(&self, shard: u32) {
-        for key in self.cache.job_keys() {
-            if self.shards.shard_of(&key.namespace) == shard {
-                self.queue.add(key);
-            }
+        for key in self.jobs.keys_in_shard(shard) {
+            self.queue.add(key);
         }
-        for pod in self.cache.pod_keys().into_iter().filter_map(|k| self.cache.pod(&k)) {
-            if has_tracking_finalizer(&pod)
-                && self.job_key_of(&pod).is_none()
-                && self.shards.shard_of(pod.metadata.namespace.as_deref().unwrap_or_default()) == shard
-            {
+        for pod in self.pods.in_shard(shard) {
+            if has_tracking_finalizer(&pod) && self.job_key_of(&pod).is_none() {
                 self.orphans.add(ObjectKey::of(&pod.metadata));
             }
         }
     }
 
-    /// Runs the pod watch and `workers` concurrent syncs until the task is dropped; Jobs arrive
-    /// through [`crate::informer`].
+    /// Runs `workers` concurrent syncs until the task is dropped; Jobs and pods arrive through
+    /// [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
         let this = self.clone();
@@ -183,57 +172,51 @@ impl JobController {
 
     // ---- informers -------------------------------------------------------------------------
 
-    fn on_job(&self, job: &Arc<Job>) {
-        let key = ObjectKey::of(&job.metadata);
-        if !self.shards.caches(&key.namespace) {
-            self.cache.remove_job(&key);
-            return;
-        }
-        let old = self.cache.put_job(job.clone());
+    fn on_job(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
         // Spec changes are synced at once; status-only updates (our own writes) need no sync
         // unless the Job is new to this worker.
-        let new = self.cache.job(&key);
-        let changed = match (&old, &new) {
-            (Some(o), Some(n)) => {
-                o.spec != n.spec || o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
-            }
-            _ => true,
-        };
+        let changed = old.is_none_or(|o| {
+            o.spec != job.spec || o.metadata.deletion_timestamp != job.metadata.deletion_timestamp
+        });
         if changed {
-            self.queue.add(key);
+            self.queue.add(ObjectKey::of(&job.metadata));
         }
     }
 
-    fn on_job_deleted(&self, key: &ObjectKey) {
-        let Some(job) = self.cache.remove_job(key) else { return };
+    fn on_job_deleted(&self, job: &Job) {
+        let key = &ObjectKey::of(&job.metadata);
         self.creations.forget(key);
         self.deletions.forget(key);
         self.finalizers.forget(key);
         self.backoff.lock().remove(key);
         // Its pods may now be orphans holding the tracking finalizer.
-        for pod in self.cache.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
+        for pod in self.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
             if has_tracking_finalizer(&pod) {
                 self.orphans.add(ObjectKey::of(&pod.metadata));
             }
         }
     }
 
-    fn job_key_of(&self, pod: &Pod) -> Option<ObjectKey> {
-        let uid = controlling_job_uid(pod)?;
-        self.cache.job_by_uid(uid).map(|j| ObjectKey::of(&j.metadata))
+    fn job_by_uid(&self, uid: &str) -> Option<Arc<Job>> {
+        self.jobs.by_index(JOBS_BY_UID.name, uid).into_iter().next()
     }
 
-    fn on_pod(&self, pod: &Arc<Pod>) {
+    /// The pods whose controller is the Job with `uid`.
+    fn pods_of(&self, job_uid: &str) -> Vec<Arc<Pod>> {
+        self.pods.by_index(PODS_BY_JOB_UID.name, job_uid)
+    }
+
+    fn job_key_of(&self, pod: &Pod) -> Option<ObjectKey> {
+        let uid = controlling_job_uid(pod)?;
+        self.job_by_uid(uid).map(|j| ObjectKey::of(&j.metadata))
+    }
+
+    fn on_pod(&self, old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
         let key = ObjectKey::of(&pod.metadata);
-        if !self.shards.caches(&key.namespace) {
-            self.cache.remove_pod(&key);
-            return;
-        }
         let deleting = pod.metadata.deletion_timestamp.is_some();
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let tracked = has_tracking_finalizer(pod);
         let job_key = self.job_key_of(pod);
-        let old = self.cache.put_pod(pod.clone());
         match &job_key {
             Some(jk) => {
                 if old.is_none() {
@@ -252,9 +235,8 @@ impl JobController {
         }
     }
 
-    fn on_pod_deleted(&self, key: &ObjectKey) {
-        let Some(pod) = self.cache.remove_pod(key) else { return };
-        if let Some(jk) = self.job_key_of(&pod) {
+    fn on_pod_deleted(&self, pod: &Pod) {
+        if let Some(jk) = self.job_key_of(pod) {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             self.deletions.observed(&jk, &uid);
             self.finalizers.observed(&jk, &uid);
@@ -265,8 +247,8 @@ impl JobController {
     // ---- workers ---------------------------------------------------------------------------
 
     async fn caches_synced(&self) {
-        let mut rx = self.synced.subscribe();
-        let _ = rx.wait_for(|(jobs, pods)| *jobs && *pods).await;
+        self.jobs.wait_synced().await;
+        self.pods.wait_synced().await;
     }
 
     async fn caches_synced_owned(self: Arc<Self>) {
@@ -275,8 +257,8 @@ impl JobController {
 
     /// Removes the tracking finalizer from a pod whose Job is gone or finished.
     async fn sync_orphan(&self, key: &ObjectKey, epoch: Epoch) -> Result<(), SyncFailure> {
-        let Some(pod) = self.cache.pod(key) else { return Ok(()) };
-        let mut owner = controlling_job_uid(&pod).and_then(|uid| self.cache.job_by_uid(uid));
+        let Some(pod) = self.pods.get(key) else { return Ok(()) };
+        let mut owner = controlling_job_uid(&pod).and_then(|uid| self.job_by_uid(uid));
         if owner.is_none()
             && let Some(r) = pod
                 .metadata
@@ -316,12 +298,12 @@ impl JobController {
     /// One sync of one Job; returns when to sync it again.
     async fn sync(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, SyncFailure> {
         let started = self.clock.monotonic();
-        let Some(job) = self.cache.job(key) else {
+        let Some(job) = self.jobs.get(key) else {
             self.creations.forget(key);
             return Ok(None);
         };
         let uid = job.metadata.uid.clone().unwrap_or_default();
-        let pods = self.cache.pods_of(&uid);
+        let pods = self.pods_of(&uid);
         let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
         let pending_finalizers = self.finalizers.pending(key);
         let backoff = self.backoff.lock().get(key).cloned();
@@ -400,12 +382,9 @@ impl JobController {
             .send_object(api.replace_status(&name, &PostParams::default(), &updated))
             .await
             .map_err(SyncFailure::Write)?;
-        // Our own write: keep the cache ahead of the watch so the next sync builds on it, unless
-        // the watch has already brought a later version (a late answer must not roll it back).
-        let key = ObjectKey::of(&written.metadata);
-        if self.cache.job(&key).is_none_or(|cached| is_newer(&cached.metadata, &written.metadata)) {
-            self.cache.put_job(Arc::new(crate::informer::trimmed(written.clone())));
-        }
+        // Our own write: keep the store ahead of the watch so the next sync builds on it (the
+        // store refuses a late answer that would roll it back).
+        self.jobs.wrote(written.clone(), self);
         Ok(written)
     }
 
@@ -549,30 +528,22 @@ enum SyncFailure {
     Plan(String),
 }
 
-impl crate::informer::Handler<Job> for JobController {
-    fn applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
-        self.on_job(job);
+impl Handler<Job> for JobController {
+    fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
+        self.on_job(old, job);
     }
 
     fn deleted(&self, job: &Arc<Job>) {
-        self.on_job_deleted(&ObjectKey::of(&job.metadata));
-    }
-
-    fn synced(&self) {
-        self.synced.send_modify(|s| s.0 = true);
+        self.on_job_deleted(job);
     }
 }
 
-impl crate::informer::Handler<Pod> for JobController {
-    fn applied(&self, _old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
-        self.on_pod(pod);
+impl Handler<Pod> for JobController {
+    fn applied(&self, old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
+        self.on_pod(old, pod);
     }
 
     fn deleted(&self, pod: &Arc<Pod>) {
-        self.on_pod_deleted(&ObjectKey::of(&pod.metadata));
-    }
-
-    fn synced(&self) {
-        self.synced.send_modify(|s| s.1 = true);
+        self.on_pod_deleted(pod);
     }
 }

@@ -5,32 +5,14 @@
 //! shard gained later gets its own, so gaining a shard lists only that shard's objects.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 
 use super::shard::{Epoch, ShardError, ShardTable};
 use super::watch::{self, Progress, ShardFiltering, WatchHandle, WatchScope};
-use crate::informer::Handler;
-
-/// The handlers each kind's events go to.
-#[derive(Clone, Default)]
-pub struct Handlers {
-    pub jobs: Vec<Arc<dyn Handler<Job>>>,
-    pub pods: Vec<Arc<dyn Handler<Pod>>>,
-    pub cronjobs: Vec<Arc<dyn Handler<CronJob>>>,
-}
-
-impl Handlers {
-    fn synced(&self) {
-        self.jobs.iter().for_each(|h| h.synced());
-        self.pods.iter().for_each(|h| h.synced());
-        self.cronjobs.iter().for_each(|h| h.synced());
-    }
-}
+use crate::informer::Informers;
 
 /// One watch per kind over a group of shards.
 struct WatchGroup {
@@ -43,32 +25,33 @@ pub struct ShardRuntime {
     client: kube::Client,
     table: ShardTable,
     filtering: ShardFiltering,
-    handlers: Handlers,
+    informers: Informers,
     groups: Mutex<HashMap<u64, WatchGroup>>,
     next_group: AtomicU64,
 }
 
 impl ShardRuntime {
     /// Starts watching the shards `table` already holds (all of them for `--standalone`) in one
-    /// group. With none held, the controllers are told their caches are synced: each shard's
-    /// own readiness is ACTIVATE's business.
+    /// group, feeding `informers` (each kind a controller registered a handler for). With none
+    /// held, the controllers are told their stores are synced: each shard's own readiness is
+    /// ACTIVATE's business.
     pub fn start(
         client: kube::Client,
         table: ShardTable,
         filtering: ShardFiltering,
-        handlers: Handlers,
+        informers: Informers,
     ) -> Self {
         let runtime = Self {
             client,
             table,
             filtering,
-            handlers,
+            informers,
             groups: Mutex::new(HashMap::new()),
             next_group: AtomicU64::new(1),
         };
         let held = runtime.table.held();
         if held.is_empty() {
-            runtime.handlers.synced();
+            runtime.informers.start_empty();
         } else {
             for shard in &held {
                 runtime.table.set_feeder(*shard, 0);
@@ -86,6 +69,11 @@ impl ShardRuntime {
         self.filtering
     }
 
+    /// The stores the watches fill.
+    pub fn informers(&self) -> &Informers {
+        &self.informers
+    }
+
     /// Watches currently open, all kinds.
     pub fn watches(&self) -> usize {
         self.groups.lock().values().map(|g| g.watches.len()).sum()
@@ -95,14 +83,15 @@ impl ShardRuntime {
         let scope =
             WatchScope { table: self.table.clone(), shards: shards.clone(), filtering: self.filtering, id };
         let mut watches = Vec::new();
-        if !self.handlers.jobs.is_empty() {
-            watches.push(watch::start(self.client.clone(), scope.clone(), self.handlers.jobs.clone()));
+        let Informers { jobs, pods, cronjobs } = &self.informers;
+        if jobs.has_handlers() {
+            watches.push(watch::start(self.client.clone(), scope.clone(), jobs.clone()));
         }
-        if !self.handlers.pods.is_empty() {
-            watches.push(watch::start(self.client.clone(), scope.clone(), self.handlers.pods.clone()));
+        if pods.has_handlers() {
+            watches.push(watch::start(self.client.clone(), scope.clone(), pods.clone()));
         }
-        if !self.handlers.cronjobs.is_empty() {
-            watches.push(watch::start(self.client.clone(), scope, self.handlers.cronjobs.clone()));
+        if cronjobs.has_handlers() {
+            watches.push(watch::start(self.client.clone(), scope, cronjobs.clone()));
         }
         self.groups.lock().insert(id, WatchGroup { shards, watches });
     }
@@ -116,7 +105,8 @@ impl ShardRuntime {
         Ok(())
     }
 
-    /// Waits until `shard`'s watches have listed it: its caches are warm, ready for ACTIVATE.
+    /// Waits until `shard`'s watches have listed it: its part of the stores is warm, ready for
+    /// ACTIVATE.
     pub async fn warmed(&self, shard: u32) {
         let Some(feeder) = self.table.feeder(shard) else { return };
         let waits: Vec<_> = {
@@ -127,7 +117,7 @@ impl ShardRuntime {
         futures::future::join_all(waits).await;
     }
 
-    /// How far each watch feeding `shard`'s caches has come, by kind: what ACTIVATE waits on.
+    /// How far each watch feeding `shard`'s part of the stores has come, by kind: what ACTIVATE waits on.
     pub fn watch_progress(&self, shard: u32) -> Vec<(String, Progress)> {
         let Some(feeder) = self.table.feeder(shard) else { return Vec::new() };
         let groups = self.groups.lock();
@@ -143,7 +133,7 @@ impl ShardRuntime {
         self.table.revoke_and_drain(shard).await
     }
 
-    /// ACTIVATE: once `shard`'s caches reflect `barrier_rv`, it acts under `epoch`.
+    /// ACTIVATE: once `shard`'s part of the stores reflects `barrier_rv`, it acts under `epoch`.
     pub async fn activate(&self, shard: u32, epoch: Epoch, barrier_rv: u64) -> Result<(), ShardError> {
         let status = self.table.status(shard).ok_or(ShardError::NotHeld { shard })?;
         if status.epoch != epoch {
@@ -160,10 +150,13 @@ impl ShardRuntime {
         self.table.activate(shard, epoch)
     }
 
-    /// DROP: forgets `shard`: its caches are emptied and a watch of its own stops.
+    /// DROP: forgets `shard`: the controllers forget what they kept of it (their drop hooks,
+    /// which still read the stores), then the stores are emptied of it, and a watch of its own
+    /// stops.
     pub fn drop_shard(&self, shard: u32) {
         let feeder = self.table.feeder(shard);
         self.table.drop_shard(shard);
+        self.informers.forget_shard(shard);
         if let Some(id) = feeder {
             let mut groups = self.groups.lock();
             if let Some(g) = groups.get_mut(&id) {

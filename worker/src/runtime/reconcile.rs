@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use super::shard::{Epoch, ShardTable};
 use super::workqueue::WorkQueue;
-use crate::job::cache::ObjectKey;
+use crate::informer::ObjectKey;
 
 /// What one sync asks of the queue.
 #[derive(Debug)]

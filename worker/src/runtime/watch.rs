@@ -1,24 +1,22 @@
 //! Restartable watches over a set of shards. Each lists then watches one kind for the shards it
 //! serves — with KEP-5866's `shardSelector` when the API server applies it, otherwise over every
-//! namespace, split on the worker by the same hash — feeds the controllers' handlers, and
-//! records the highest resourceVersion it has seen (list, events and bookmarks), so ACTIVATE can
-//! wait until the caches reflect the hand-over barrier. Asked to, it lists again (a consistent
-//! LIST of its shards) without losing track of what it had.
+//! namespace, split on the worker by the same hash — feeds that kind's shared
+//! [`Store`](crate::informer::Store), and records the highest resourceVersion it has seen (list,
+//! events and bookmarks), so ACTIVATE can wait until the store reflects the hand-over barrier.
+//! Asked to, it lists again (a consistent LIST of its shards); what the store holds of its shards
+//! and the list lacks was deleted meanwhile.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fmt::Debug;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::core::{ObjectList, Request};
-use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use super::shard::ShardTable;
-use crate::informer::Handler;
-use crate::job::cache::ObjectKey;
+use crate::informer::{Cached, ObjectKey, Store};
 use crate::retry::RetryBackoff;
 
 /// How watches are narrowed to a worker's shards.
@@ -87,7 +85,7 @@ pub struct Progress {
     pub lists: u64,
     /// The highest resourceVersion seen (0 before the first list).
     pub seen_rv: u64,
-    /// Objects the watch holds: what a relist would fetch again.
+    /// Objects of the watch's shards in the store: about what a relist would fetch again.
     pub objects: usize,
 }
 
@@ -158,8 +156,8 @@ pub struct WatchScope {
     pub table: ShardTable,
     pub shards: BTreeSet<u32>,
     pub filtering: ShardFiltering,
-    /// Which watch feeds a shard's caches ([`ShardTable::feeder`]); events for shards another
-    /// watch feeds are ignored, so two watches never fight over one cache.
+    /// Which watch feeds a shard's part of the stores ([`ShardTable::feeder`]); events for shards
+    /// another watch feeds are ignored, so two watches never fight over one shard.
     pub id: u64,
 }
 
@@ -170,14 +168,11 @@ impl WatchScope {
     }
 }
 
-/// Starts a watch of `K` over `scope`, feeding `handlers`.
-pub fn start<K>(client: kube::Client, scope: WatchScope, handlers: Vec<Arc<dyn Handler<K>>>) -> WatchHandle
-where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
+/// Starts a watch of `K` over `scope`, feeding `store`.
+pub fn start<K: Cached>(client: kube::Client, scope: WatchScope, store: Arc<Store<K>>) -> WatchHandle {
     let relist = Arc::new(Notify::new());
     let (progress, seen) = tokio::sync::watch::channel(Progress::default());
-    let task = tokio::spawn(run(client, scope, handlers, relist.clone(), progress));
+    let task = tokio::spawn(run(client, scope, store, relist.clone(), progress));
     WatchHandle { kind: K::kind(&()).to_string(), relist, seen, task }
 }
 
@@ -200,18 +195,18 @@ fn with_selector(mut request: http::Request<Vec<u8>>, scope: &WatchScope) -> htt
 
 /// The loop: list, watch from the list's version, and on 410, a failed request or a relist
 /// request, list again; objects missing from a list are reported deleted.
-async fn run<K>(
+async fn run<K: Cached>(
     client: kube::Client,
     scope: WatchScope,
-    handlers: Vec<Arc<dyn Handler<K>>>,
+    store: Arc<Store<K>>,
     relist: Arc<Notify>,
     progress: tokio::sync::watch::Sender<Progress>,
-) where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
+) {
     let kind = K::kind(&()).to_string();
     let request = Request::new(K::url_path(&(), None));
-    let mut known: HashMap<ObjectKey, Arc<K>> = HashMap::new();
+    let serves = |namespace: &str| scope.serves(namespace);
+    // Objects of this watch's shards in the store, as far as its own events tell.
+    let mut objects: usize;
     let advance = |rv: u64, listed: bool, objects: usize| {
         progress.send_if_modified(|p| {
             let before = *p;
@@ -221,17 +216,6 @@ async fn run<K>(
             *p != before
         });
         scope.table.record_seen(scope.id, rv);
-    };
-    let apply = |known: &mut HashMap<ObjectKey, Arc<K>>, obj: K| {
-        let meta = obj.meta();
-        if !scope.serves(meta.namespace.as_deref().unwrap_or_default()) {
-            return;
-        }
-        let obj = Arc::new(crate::informer::trimmed(obj));
-        let old = known.insert(ObjectKey::of(obj.meta()), obj.clone());
-        for h in &handlers {
-            h.applied(old.as_ref(), &obj);
-        }
     };
     // Short caps: a shard's activation waits for this list, and a worker taking over a dead
     // worker's shards must not sit out an API server's recovery by seconds.
@@ -267,7 +251,7 @@ async fn run<K>(
             let rv = rv_of(page.metadata.resource_version.as_deref());
             for obj in page.items {
                 seen.insert(ObjectKey::of(obj.meta()));
-                apply(&mut known, obj);
+                store.observe(obj, serves);
             }
             continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
             if continue_token.is_none() {
@@ -275,18 +259,10 @@ async fn run<K>(
             }
         };
         // Objects deleted while this watch was not looking never sent a DELETED event.
-        let gone: Vec<ObjectKey> = known.keys().filter(|k| !seen.contains(*k)).cloned().collect();
-        for key in gone {
-            if let Some(obj) = known.remove(&key) {
-                for h in &handlers {
-                    h.deleted(&obj);
-                }
-            }
-        }
-        advance(list_rv, true, known.len());
-        for h in &handlers {
-            h.synced();
-        }
+        objects = store.relisted(&scope.shards, &seen, list_rv, serves);
+        drop(seen);
+        advance(list_rv, true, objects);
+        store.listed(scope.shards.iter().copied().filter(|s| scope.table.feeder(*s) == Some(scope.id)));
         // WATCH from the list's version until it expires or a relist is asked for.
         let mut rv = list_rv;
         'watch: loop {
@@ -316,22 +292,21 @@ async fn run<K>(
                     None => continue 'watch,
                     Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
-                        apply(&mut known, obj);
-                        advance(rv, false, known.len());
+                        if store.observe(obj, serves) == Some(true) {
+                            objects += 1;
+                        }
+                        advance(rv, false, objects);
                     }
                     Some(Ok(WatchEvent::Deleted(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
-                        let key = ObjectKey::of(obj.meta());
-                        if let Some(obj) = known.remove(&key) {
-                            for h in &handlers {
-                                h.deleted(&obj);
-                            }
+                        if store.observe_deleted(&obj, serves) {
+                            objects = objects.saturating_sub(1);
                         }
-                        advance(rv, false, known.len());
+                        advance(rv, false, objects);
                     }
                     Some(Ok(WatchEvent::Bookmark(b))) => {
                         rv = rv.max(rv_of(Some(&b.metadata.resource_version)));
-                        advance(rv, false, known.len());
+                        advance(rv, false, objects);
                     }
                     Some(Ok(WatchEvent::Error(status))) => {
                         if status.code != 410 {

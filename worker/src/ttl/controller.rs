@@ -1,20 +1,18 @@
-//! The TTL-after-finished controller's shell: watches Jobs, queues the finished ones with a TTL,
+//! The TTL-after-finished controller's shell: reads Jobs from the worker's store, queues the finished ones with a TTL,
 //! and deletes them once expired — after a fresh GET and a re-check — with Foreground
 //! propagation and a uid precondition, as upstream's `processJob` does.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
-use parking_lot::RwLock;
 use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
 use crate::api_errors;
 use crate::clock::Clock;
-use crate::job::cache::ObjectKey;
+use crate::informer::{Handler, ObjectKey, Store};
 use crate::runtime::reconcile::{self, Verdict};
 use crate::runtime::shard::{Epoch, ShardTable};
 use crate::runtime::workqueue::WorkQueue;
@@ -22,17 +20,17 @@ use crate::runtime::write::{Fence, WriteError};
 
 pub struct TtlController {
     client: kube::Client,
-    jobs: RwLock<HashMap<ObjectKey, Arc<Job>>>,
+    jobs: Arc<Store<Job>>,
     queue: WorkQueue<ObjectKey>,
     deletion_duration: Histogram,
     shards: ShardTable,
     clock: Arc<dyn Clock>,
-    synced: tokio::sync::watch::Sender<bool>,
 }
 
 impl TtlController {
     pub fn new(
         client: kube::Client,
+        jobs: Arc<Store<Job>>,
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
         shards: ShardTable,
@@ -47,47 +45,30 @@ impl TtlController {
             .buckets(DELETION_DURATION_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(deletion_duration.clone()))?;
-        let this = Arc::new(Self {
-            client,
-            jobs: RwLock::new(HashMap::new()),
-            queue,
-            deletion_duration,
-            shards,
-            clock,
-            synced: tokio::sync::watch::channel(false).0,
-        });
+        let this = Arc::new(Self { client, jobs, queue, deletion_duration, shards, clock });
         // A shard that becomes Active here: look again at its finished Jobs, and no others.
         let weak = Arc::downgrade(&this);
         this.shards.on_activate(Arc::new(move |shard| {
             let Some(this) = weak.upgrade() else { return };
-            let jobs: Vec<(ObjectKey, Arc<Job>)> =
-                this.jobs.read().iter().map(|(k, j)| (k.clone(), j.clone())).collect();
-            for (key, job) in jobs {
-                if this.shards.shard_of(&key.namespace) == shard && core::needs_cleanup(&job) {
-                    this.queue.add(key);
+            for job in this.jobs.in_shard(shard) {
+                if core::needs_cleanup(&job) {
+                    this.queue.add(ObjectKey::of(&job.metadata));
                 }
             }
-        }));
-        let weak = Arc::downgrade(&this);
-        this.shards.on_drop(Arc::new(move |shard| {
-            let Some(this) = weak.upgrade() else { return };
-            this.jobs.write().retain(|k, _| this.shards.shard_of(&k.namespace) != shard);
         }));
         Ok(this)
     }
 
     /// Runs `workers` concurrent cleanups; Jobs arrive through [`crate::informer`].
     pub async fn run(self: Arc<Self>, workers: usize) {
-        let mut synced = self.synced.subscribe();
+        let jobs = self.jobs.clone();
         let this = self.clone();
         reconcile::run(
             "ttl_jobs_to_delete",
             self.queue.clone(),
             self.shards.clone(),
             workers,
-            async move {
-                let _ = synced.wait_for(|s| *s).await;
-            },
+            async move { jobs.wait_synced().await },
             move |key: ObjectKey, epoch| {
                 let this = this.clone();
                 async move {
@@ -104,7 +85,7 @@ impl TtlController {
 
     /// Upstream's `processJob`: returns when to look again, if ever.
     async fn process(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, ProcessError> {
-        let Some(cached) = self.jobs.read().get(key).cloned() else { return Ok(None) };
+        let Some(cached) = self.jobs.get(key) else { return Ok(None) };
         let now = self.clock.now();
         match core::decide(&cached, now)? {
             TtlDecision::Nothing => return Ok(None),
@@ -160,24 +141,12 @@ enum ProcessError {
     Write(WriteError),
 }
 
-impl crate::informer::Handler<Job> for TtlController {
+impl Handler<Job> for TtlController {
     fn applied(&self, _old: Option<&Arc<Job>>, job: &Arc<Job>) {
-        let key = ObjectKey::of(&job.metadata);
-        if !self.shards.caches(&key.namespace) {
-            self.jobs.write().remove(&key);
-            return;
-        }
-        self.jobs.write().insert(key.clone(), job.clone());
         if core::needs_cleanup(job) {
-            self.queue.add(key);
+            self.queue.add(ObjectKey::of(&job.metadata));
         }
     }
 
-    fn deleted(&self, job: &Arc<Job>) {
-        self.jobs.write().remove(&ObjectKey::of(&job.metadata));
-    }
-
-    fn synced(&self) {
-        self.synced.send_replace(true);
-    }
+    fn deleted(&self, _job: &Arc<Job>) {}
 }
