@@ -169,3 +169,38 @@ async fn concurrent_creates_never_both_take_the_last_slot() {
     let used: Value = serde_json::to_value(quotas.get("q").await.expect("quota").status).expect("status");
     assert_eq!(used["used"]["count/pods"], "5");
 }
+
+fn pod_requesting(name: &str, cpu: &str, memory: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
+            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    }))
+    .expect("pod")
+}
+
+#[tokio::test]
+async fn compute_requests_are_charged_and_must_be_specified() {
+    let sim = common::api_only().await;
+    let k = common::Kubectl::for_sim(&sim);
+    let pods: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    k.ok(&["create", "quota", "q", "--hard=requests.cpu=1,requests.memory=1Gi"]).await;
+
+    pods.create(&PostParams::default(), &pod_requesting("a", "600m", "512Mi")).await.expect("within quota");
+    let refused =
+        forbidden_message(pods.create(&PostParams::default(), &pod_requesting("b", "600m", "512Mi")).await);
+    assert_eq!(
+        refused,
+        "pods \"b\" is forbidden: exceeded quota: q, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1"
+    );
+    let unspecified = forbidden_message(pods.create(&PostParams::default(), &pod("c")).await);
+    assert_eq!(
+        unspecified,
+        "pods \"c\" is forbidden: failed quota: q: must specify requests.cpu for: main; requests.memory for: main"
+    );
+    pods.create(&PostParams::default(), &pod_requesting("d", "400m", "512Mi")).await.expect("fits exactly");
+
+    let describe = k.ok(&["describe", "quota", "q"]).await;
+    assert_eq!(described(&describe, "requests.cpu"), Some(("1".into(), "1".into())), "{describe}");
+    assert_eq!(described(&describe, "requests.memory"), Some(("1Gi".into(), "1Gi".into())), "{describe}");
+}

@@ -306,13 +306,10 @@ impl ApiServer {
                 super::namespace::canonicalize(&mut candidate);
             }
             // A namespace without quotas pays one range lookup for a charged kind.
-            let quotas = match self.quota_charge(target.rid) {
-                Some(charge) => Some((charge, self.quotas_in(namespace))).filter(|(_, q)| !q.is_empty()),
-                None => None,
-            };
-            let quota_guard = quotas.as_ref().map(|_| self.quota_lock.lock());
-            if let Some((charge, quotas)) = &quotas {
-                self.admit_quota(target, namespace, &final_name, charge, quotas)?;
+            let quotas = if self.quota_charged(target.rid) { self.quotas_in(namespace) } else { Vec::new() };
+            let quota_guard = (!quotas.is_empty()).then(|| self.quota_lock.lock());
+            if !quotas.is_empty() {
+                self.admit_quota(target, namespace, &final_name, &candidate, &quotas)?;
             }
             if opts.dry_run {
                 let prepared = self.prepare(target, candidate)?;
