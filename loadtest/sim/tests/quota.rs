@@ -111,6 +111,14 @@ async fn quota_refuses_pods_and_jobs_over_hard_until_raised() {
     let q = quotas.get("q").await.expect("quota");
     let hard = q.status.and_then(|s| s.hard).unwrap_or_default();
     assert_eq!(hard.get("pods").map(|v| v.0.as_str()), Some("4"));
+
+    // And through kubectl apply -f.
+    let raised = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\nspec:\n  hard:\n    pods: \"4\"\n    count/jobs.batch: \"3\"\n";
+    let f = k.write("quota.yaml", raised);
+    assert!(k.ok(&["apply", "-f", &f]).await.contains("resourcequota/q configured"));
+    jobs.create(&PostParams::default(), &job("j2")).await.expect("job admitted after the apply");
+    let describe = k.ok(&["describe", "quota", "q"]).await;
+    assert_eq!(described(&describe, "count/jobs.batch"), Some(("3".into(), "3".into())), "{describe}");
 }
 
 #[tokio::test]
