@@ -151,31 +151,33 @@ async fn terminal_and_deleted_pods_stop_being_charged() {
     pods.create(&PostParams::default(), &pod("d")).await.expect("a deleted pod frees its slot");
 }
 
-#[tokio::test]
+// Worker threads so the sim serves the creates in parallel (a current-thread runtime would
+// serialize them and the test could not fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_creates_never_both_take_the_last_slot() {
     let sim = common::api_only().await;
     let k = common::Kubectl::for_sim(&sim);
     let client = common::client(&sim);
-    k.ok(&["create", "quota", "q", "--hard=count/pods=5"]).await;
-    let creates = (0..20).map(|i| {
+    k.ok(&["create", "quota", "q", "--hard=count/pods=20"]).await;
+    let creates = (0..200).map(|i| {
         let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
         async move { pods.create(&PostParams::default(), &pod(&format!("c{i}"))).await }
     });
     let results = futures::future::join_all(creates).await;
     let admitted = results.iter().filter(|r| r.is_ok()).count();
-    assert_eq!(admitted, 5, "{results:?}");
+    assert_eq!(admitted, 20, "{} creates admitted", admitted);
     for refused in results.into_iter().filter(Result::is_err) {
         let message = forbidden_message(refused);
         assert!(
             message.ends_with(
-                "exceeded quota: q, requested: count/pods=1, used: count/pods=5, limited: count/pods=5"
+                "exceeded quota: q, requested: count/pods=1, used: count/pods=20, limited: count/pods=20"
             ),
             "{message}"
         );
     }
     let quotas: Api<ResourceQuota> = Api::namespaced(client, "default");
     let used: Value = serde_json::to_value(quotas.get("q").await.expect("quota").status).expect("status");
-    assert_eq!(used["used"]["count/pods"], "5");
+    assert_eq!(used["used"]["count/pods"], "20");
 }
 
 fn pod_requesting(name: &str, cpu: &str, memory: &str) -> Pod {

@@ -392,4 +392,47 @@ mod tests {
         let items = BTreeMap::from([(PODS, "1".to_string()), (COUNT_JOBS, "2".to_string())]);
         assert_eq!(pretty(&items), "count/jobs.batch=2,pods=1");
     }
+
+    /// Threads creating pods at once against the last slots: exactly `hard` are admitted
+    /// (without the quota lock, most runs admit more).
+    #[test]
+    fn parallel_creates_never_exceed_the_quota() {
+        use crate::apiserver::WriteOptions;
+        use crate::store::{HistoryConfig, Store};
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let api = {
+            let _entered = runtime.enter();
+            ApiServer::new(Arc::new(Store::new(HistoryConfig::default()))).0
+        };
+        let opts = WriteOptions::default();
+        let namespaces = api.builtin("", "v1", "namespaces");
+        api.create(&namespaces, "", json!({"metadata": {"name": "t"}}), &opts).expect("namespace");
+        let quotas = api.builtin("", "v1", "resourcequotas");
+        let quota = json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "40"}}});
+        api.create(&quotas, "t", quota, &opts).expect("quota");
+        let pods = api.builtin("", "v1", "pods");
+        let threads = 8;
+        let barrier = std::sync::Barrier::new(threads);
+        let admitted: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (api, pods, barrier) = (&api, &pods, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        (0..25)
+                            .filter(|i| {
+                                let pod = json!({"metadata": {"name": format!("p-{t}-{i}")},
+                                    "spec": {"containers": [{"name": "main", "image": "busybox"}]}});
+                                api.create(pods, "t", pod, &WriteOptions::default()).is_ok()
+                            })
+                            .count()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).sum()
+        });
+        assert_eq!(admitted, 40);
+        let stored = api.store.list(pods.rid, Some("t")).0.len();
+        assert_eq!(stored, 40);
+    }
 }
