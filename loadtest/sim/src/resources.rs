@@ -113,6 +113,7 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "services", "Service", true, &["svc"], ALL, true, &[]),
     b("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], &[], false, &[]),
     b("", "v1", "endpoints", "Endpoints", true, &["ep"], &[], false, &[]),
+    b("", "v1", "resourcequotas", "ResourceQuota", true, &["quota"], &[], true, &[]),
     b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], &[], true, &[]),
     b("batch", "v1", "jobs", "Job", true, &[], ALL, true, &["status.successful"]),
     b("batch", "v1", "cronjobs", "CronJob", true, &["cj"], ALL, true, &[]),

@@ -83,6 +83,7 @@ fn manifest(group: &str, plural: &str) -> Option<String> {
         ("", "endpoints") => {
             meta("Endpoints", "v1", "subsets: [{addresses: [{ip: 10.0.0.1}], ports: [{port: 80}]}]\n")
         }
+        ("", "resourcequotas") => meta("ResourceQuota", "v1", "spec: {hard: {pods: \"10\"}}\n"),
         ("", "persistentvolumeclaims") => meta(
             "PersistentVolumeClaim",
             "v1",

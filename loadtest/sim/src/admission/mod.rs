@@ -22,7 +22,7 @@ mod object_meta;
 mod pod;
 mod pod_validation;
 mod qos;
-mod quantity;
+pub(crate) mod quantity;
 
 use serde::Deserialize;
 use serde_json::Value;

@@ -8,6 +8,7 @@ pub mod events;
 pub mod eviction;
 pub mod meta;
 pub mod namespace;
+mod quota;
 mod write;
 #[cfg(test)]
 mod write_tests;
@@ -16,7 +17,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -70,6 +71,9 @@ pub struct ApiServer {
     gc: mpsc::UnboundedSender<GcWork>,
     pub(crate) namespaces: ResourceId,
     crds: ResourceId,
+    quota_ids: quota::QuotaIds,
+    /// Held across a quota-charged create's check and commit, and a quota status recalculation.
+    quota_lock: Mutex<()>,
 }
 
 impl ApiServer {
@@ -81,8 +85,20 @@ impl ApiServer {
         };
         let namespaces = id("namespaces", "");
         let crds = id("customresourcedefinitions", "apiextensions.k8s.io");
-        let server =
-            Arc::new(Self { store, registry: RwLock::new(Registry::default()), gc, namespaces, crds });
+        let quota_ids = quota::QuotaIds {
+            quotas: id("resourcequotas", ""),
+            pods: id("pods", ""),
+            jobs: id("jobs", "batch"),
+        };
+        let server = Arc::new(Self {
+            store,
+            registry: RwLock::new(Registry::default()),
+            gc,
+            namespaces,
+            crds,
+            quota_ids,
+            quota_lock: Mutex::new(()),
+        });
         (server, gc_rx)
     }
 

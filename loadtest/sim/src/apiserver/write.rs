@@ -138,7 +138,7 @@ fn same_spec_part(a: &Value, b: &Value) -> bool {
 
 impl ApiServer {
     /// Turns a value into a commit-ready object: resourceVersion placeholder, selector fields.
-    fn prepare(&self, target: &Target, mut obj: Value) -> Result<Prepared, ApiError> {
+    pub(super) fn prepare(&self, target: &Target, mut obj: Value) -> Result<Prepared, ApiError> {
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(RV_PLACEHOLDER));
         let storage_rt = if target.view == View::EventsV1 {
             self.registry.read().find("", "v1", "events").unwrap_or_else(|| target.rt.clone())
@@ -305,12 +305,20 @@ impl ApiServer {
             if rt.is("", "namespaces") {
                 super::namespace::canonicalize(&mut candidate);
             }
+            // A namespace without quotas pays one range lookup for a charged kind.
+            let quotas = if self.quota_charged(target.rid) { self.quotas_in(namespace) } else { Vec::new() };
+            let quota_guard = (!quotas.is_empty()).then(|| self.quota_lock.lock());
+            if !quotas.is_empty() {
+                self.admit_quota(target, namespace, &final_name, &candidate, &quotas)?;
+            }
             if opts.dry_run {
                 let prepared = self.prepare(target, candidate)?;
                 return Ok(Arc::new(dry_run_object(target, prepared, self.store.current_rv())));
             }
             let prepared = self.prepare(target, candidate)?;
-            match self.store.create(target.rid, prepared) {
+            let created = self.store.create(target.rid, prepared);
+            drop(quota_guard);
+            match created {
                 Ok(stored) => {
                     self.after_write(target, None, &stored);
                     return Ok(stored);
@@ -884,6 +892,9 @@ impl ApiServer {
     }
 
     fn after_write(&self, target: &Target, _old: Option<&Value>, stored: &Arc<StoredObject>) {
+        if self.quota_ids.concerns(target.rid) {
+            self.sync_quota_status(&stored.namespace);
+        }
         if target.rid == self.crds {
             let crd = stored.value();
             self.sync_crd(&crd, true);
@@ -894,6 +905,9 @@ impl ApiServer {
     }
 
     fn after_remove(&self, target: &Target, removed: &Arc<StoredObject>) {
+        if self.quota_ids.concerns(target.rid) && target.rid != self.quota_ids.quotas {
+            self.sync_quota_status(&removed.namespace);
+        }
         if target.rid == self.crds {
             self.sync_crd(&removed.value(), false);
         }

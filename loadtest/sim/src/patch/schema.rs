@@ -399,6 +399,7 @@ static KINDS: &[(&str, &str, &TypeDef)] = &[
     ("v1", "ServiceAccount", &SERVICE_ACCOUNT),
     ("v1", "Endpoints", &META_ONLY),
     ("v1", "PersistentVolumeClaim", &PERSISTENT_VOLUME_CLAIM),
+    ("v1", "ResourceQuota", &META_ONLY),
     ("v1", "Event", &CORE_EVENT),
     ("batch/v1", "Job", &JOB),
     ("batch/v1", "CronJob", &CRON_JOB),

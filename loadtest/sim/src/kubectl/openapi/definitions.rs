@@ -132,6 +132,7 @@ pub(super) fn generate() -> BuiltinSchemas {
         core::v1::ServiceAccount,
         core::v1::Endpoints,
         core::v1::PersistentVolumeClaim,
+        core::v1::ResourceQuota,
         batch::v1::Job,
         batch::v1::CronJob,
         coordination::v1::Lease,

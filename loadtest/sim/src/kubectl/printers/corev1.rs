@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{AGE, Col, NAME, Row, age, col, wide};
 use crate::kubectl::Obj;
@@ -47,6 +47,21 @@ pub(super) const LEASE_COLUMNS: &[Col] = &[
         "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
     ),
     AGE,
+];
+
+pub(super) const RESOURCEQUOTA_COLUMNS: &[Col] = &[
+    NAME,
+    AGE,
+    col(
+        "Request",
+        "string",
+        "Request represents a minimum amount of cpu/memory that a container may consume.",
+    ),
+    col(
+        "Limit",
+        "string",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+    ),
 ];
 
 pub(super) const CONFIGMAP_COLUMNS: &[Col] = &[
@@ -151,6 +166,30 @@ pub(super) fn lease(lease: Obj, now: Timestamp) -> Row {
         json!(lease.name()),
         json!(lease.str(&["spec", "holderIdentity"])),
         json!(age(lease, now)),
+    ])
+}
+
+/// printResourceQuota: `resource: used/hard` sorted by name; `limits.*` in the Limit column.
+pub(super) fn resourcequota(quota: Obj, now: Timestamp) -> Row {
+    let hard = quota.at(&["spec", "hard"]).and_then(Value::as_object);
+    let used = quota.at(&["status", "used"]).and_then(Value::as_object);
+    let mut request = Vec::new();
+    let mut limit = Vec::new();
+    for (resource, quantity) in hard.into_iter().flatten() {
+        let used = used.and_then(|u| u.get(resource)).and_then(Value::as_str).unwrap_or("0");
+        let hard = crate::admission::quantity::canonical(quantity.as_str().unwrap_or(""));
+        let column = if resource.split('.').next() == Some("limits") && resource.contains('.') {
+            &mut limit
+        } else {
+            &mut request
+        };
+        column.push(format!("{resource}: {used}/{hard}"));
+    }
+    Row::cells(vec![
+        json!(quota.name()),
+        json!(age(quota, now)),
+        json!(request.join(", ")),
+        json!(limit.join(", ")),
     ])
 }
 
