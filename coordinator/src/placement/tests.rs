@@ -43,6 +43,28 @@ impl Fleet {
         )
     }
 
+    /// A fleet of `n` workers with the generated loads, owners (some of them not eligible) and
+    /// pins, for the property tests.
+    fn generated(
+        shard_count: u32,
+        n: usize,
+        loads: &[f64],
+        owners: &[Option<usize>],
+        pins: BTreeMap<u32, usize>,
+    ) -> Self {
+        let mut fleet = Fleet::new(shard_count, workers(0..n));
+        fleet.loads = (0..shard_count).map(|s| (ShardId(s), loads[s as usize])).collect();
+        fleet.current = (0..shard_count)
+            .filter_map(|s| owners[s as usize].map(|w| (ShardId(s), WorkerId(format!("worker-{w}")))))
+            .collect();
+        fleet.pins = pins
+            .into_iter()
+            .filter(|(s, _)| *s < shard_count)
+            .map(|(s, w)| (ShardId(s), WorkerId(format!("worker-{w}"))))
+            .collect();
+        fleet
+    }
+
     fn moves_nothing(&self) -> bool {
         moves_nothing(
             PlacementInput {
@@ -205,13 +227,7 @@ proptest! {
         pins in proptest::collection::btree_map(0u32..256, 0usize..12, 0..6),
     ) {
         let shard_count = 1u32 << shard_exp;
-        let mut fleet = Fleet::new(shard_count, workers(0..n));
-        fleet.loads = (0..shard_count).map(|s| (ShardId(s), loads[s as usize])).collect();
-        fleet.current = (0..shard_count)
-            .filter_map(|s| owners[s as usize].map(|w| (ShardId(s), WorkerId(format!("worker-{w}")))))
-            .collect();
-        fleet.pins = pins.into_iter().filter(|(s, _)| *s < shard_count)
-            .map(|(s, w)| (ShardId(s), WorkerId(format!("worker-{w}")))).collect();
+        let mut fleet = Fleet::generated(shard_count, n, &loads, &owners, pins);
         let p = fleet.place();
         assert_complete(&fleet, &p);
         for (s, w) in &fleet.pins {
@@ -247,13 +263,7 @@ proptest! {
         pins in proptest::collection::btree_map(0u32..256, 0usize..12, 0..6),
     ) {
         let shard_count = 1u32 << shard_exp;
-        let mut fleet = Fleet::new(shard_count, workers(0..n));
-        fleet.loads = (0..shard_count).map(|s| (ShardId(s), loads[s as usize])).collect();
-        fleet.current = (0..shard_count)
-            .filter_map(|s| owners[s as usize].map(|w| (ShardId(s), WorkerId(format!("worker-{w}")))))
-            .collect();
-        fleet.pins = pins.into_iter().filter(|(s, _)| *s < shard_count)
-            .map(|(s, w)| (ShardId(s), WorkerId(format!("worker-{w}")))).collect();
+        let mut fleet = Fleet::generated(shard_count, n, &loads, &owners, pins);
         if fleet.moves_nothing() {
             prop_assert_eq!(fleet.place().moves, Vec::new());
         }
