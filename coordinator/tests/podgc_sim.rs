@@ -131,17 +131,25 @@ async fn terminated_pods_over_the_threshold_are_deleted_oldest_first() {
     .await;
     assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "terminated"), 2);
     assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pod_errors_total", "terminated"), 0);
-    let events = read_log(&f.audit).expect("audit log");
     let ours =
         |e: &&batchfleet_sim::audit::AuditEvent| e.user_agent == kube_client::user_agent("coordinator-a");
     let pod_ref =
         |e: &batchfleet_sim::audit::AuditEvent| e.object_ref.clone().filter(|o| o.resource == "pods");
-    let deleted: Vec<String> = events
-        .iter()
-        .filter(ours)
-        .filter(|e| e.verb == "delete")
-        .filter_map(|e| pod_ref(e).map(|o| o.name))
-        .collect();
+    let deletes = |events: &[batchfleet_sim::audit::AuditEvent]| -> Vec<String> {
+        events
+            .iter()
+            .filter(ours)
+            .filter(|e| e.verb == "delete")
+            .filter_map(|e| pod_ref(e).map(|o| o.name))
+            .collect()
+    };
+    // The sim's audit log is written by a thread of its own, after the response: on a loaded
+    // machine the pods are gone before their DELETEs are on disk (CI read none, 2026-11-28).
+    let events = wait_until("the DELETEs in the audit log", Duration::from_secs(20), || async {
+        read_log(&f.audit).ok().filter(|events| deletes(events).len() >= 2)
+    })
+    .await;
+    let deleted = deletes(&events);
     assert_eq!(deleted.len(), 2, "one DELETE per collected pod: {deleted:?}");
     assert!(
         !events.iter().filter(ours).any(|e| e.verb == "patch" && pod_ref(e).is_some()),
@@ -198,7 +206,15 @@ async fn orphans_are_marked_failed_then_deleted_after_the_quarantine() {
     })
     .await;
     assert_eq!(counter(&registry, "pod_gc_collector_force_delete_pods_total", "orphaned"), 2);
-    let events = read_log(&f.audit).expect("audit");
+    // The audit log's own thread may not have written the DELETEs yet (see above).
+    let events = wait_until("the orphans' DELETEs in the audit log", Duration::from_secs(20), || async {
+        let events = read_log(&f.audit).ok()?;
+        let ours = |e: &&batchfleet_sim::audit::AuditEvent| {
+            e.user_agent == kube_client::user_agent("coordinator-a") && e.verb == "delete"
+        };
+        (events.iter().filter(ours).count() >= 2).then_some(events)
+    })
+    .await;
     let ours: Vec<_> =
         events.iter().filter(|e| e.user_agent == kube_client::user_agent("coordinator-a")).collect();
     let patched: Vec<&str> = ours
