@@ -91,17 +91,7 @@ async fn create_pod(f: &Fixture, name: &str, node: &str, phase: &str) {
 }
 
 async fn pod_names(f: &Fixture) -> Vec<String> {
-    let pods: Api<Pod> = Api::namespaced(f.client.clone(), "default");
-    let mut names: Vec<String> = pods
-        .list(&Default::default())
-        .await
-        .expect("list")
-        .items
-        .into_iter()
-        .filter_map(|p| p.metadata.name)
-        .collect();
-    names.sort();
-    names
+    names_in(f, "default").await
 }
 
 fn counter(registry: &prometheus::Registry, name: &str, reason: &str) -> u64 {

@@ -30,17 +30,18 @@ impl Fleet {
         }
     }
 
+    fn input(&self) -> PlacementInput<'_> {
+        PlacementInput {
+            shard_count: self.shard_count,
+            eligible: &self.eligible,
+            loads: &self.loads,
+            pins: &self.pins,
+            current: &self.current,
+        }
+    }
+
     fn place(&self) -> Placement {
-        place(
-            PlacementInput {
-                shard_count: self.shard_count,
-                eligible: &self.eligible,
-                loads: &self.loads,
-                pins: &self.pins,
-                current: &self.current,
-            },
-            &PlacementConfig::default(),
-        )
+        place(self.input(), &PlacementConfig::default())
     }
 
     /// A fleet of `n` workers with the generated loads, owners (some of them not eligible) and
@@ -66,16 +67,7 @@ impl Fleet {
     }
 
     fn moves_nothing(&self) -> bool {
-        moves_nothing(
-            PlacementInput {
-                shard_count: self.shard_count,
-                eligible: &self.eligible,
-                loads: &self.loads,
-                pins: &self.pins,
-                current: &self.current,
-            },
-            &PlacementConfig::default(),
-        )
+        moves_nothing(self.input(), &PlacementConfig::default())
     }
 
     /// Places and adopts the result as the current map.
