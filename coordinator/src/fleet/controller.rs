@@ -109,9 +109,12 @@ async fn lead<S: CoordinationStore>(
                 metrics.observe_activate_times(&shared.hub.take_activate_times());
                 metrics.observe(state, &shared.workers.lock());
             }
-            (output, state.stored_map().clone())
+            // The map is copied out of the lock only when it is to be stored: at rest a step
+            // stores nothing, and copying thousands of owners five times a second adds up.
+            let map = output.store.then(|| state.stored_map().clone());
+            (output, map)
         };
-        if output.store {
+        if let Some(map) = map {
             revision = store.store_shard_map(&map, Some(&revision)).await?;
         }
         for (worker, command) in output.sends {

@@ -121,9 +121,16 @@ impl FleetMetrics {
     }
 
     pub fn observe(&self, state: &FleetState, workers: &std::collections::BTreeMap<WorkerId, WorkerSeen>) {
-        for s in [ShardState::Active, ShardState::Preparing, ShardState::Revoking, ShardState::Unowned] {
-            let n = (0..state.shard_count()).filter(|i| state.shard_state(ShardId(*i)) == s).count();
-            self.shards.with_label_values(&[s.as_str()]).set(n as i64);
+        let states = [ShardState::Active, ShardState::Preparing, ShardState::Revoking, ShardState::Unowned];
+        let mut counts = [0i64; 4];
+        for shard in 0..state.shard_count() {
+            let s = state.shard_state(ShardId(shard));
+            if let Some(i) = states.iter().position(|x| *x == s) {
+                counts[i] += 1;
+            }
+        }
+        for (s, n) in states.iter().zip(counts) {
+            self.shards.with_label_values(&[s.as_str()]).set(n);
         }
         for (health, name) in [
             (WorkerHealth::Live, "live"),

@@ -236,9 +236,13 @@ impl FleetState {
 
     /// The moves placement plans that the balancing policy does not hold back.
     fn start_placed_moves(&mut self, input: &StepInput, now: Instant, out: &mut StepOutput) {
+        let planned = self.plan(input, false);
+        if planned.is_empty() {
+            return;
+        }
         let owning = self.shards_by_owner();
         let loads_measured = input.every_load_measured(self.map.shard_count());
-        for m in self.plan(input, false) {
+        for m in planned {
             // Shards go only to workers with a session: a disconnected one keeps what it has.
             if !input.is_live(&m.to)
                 || self.moves.waits_to_retry(m.shard)
