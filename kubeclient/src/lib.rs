@@ -6,15 +6,21 @@
 //! `rest_client_request_duration_seconds`).
 
 mod config;
+mod fair_budget;
+mod fair_queue;
 mod in_flight;
 mod metrics;
 mod rate_limit;
+mod request_class;
 mod request_metrics;
 
 pub use config::{ClientError, load_config, user_agent, with_user_agent};
+pub use fair_budget::{FairBudget, FairBudgetMetrics, FairRateLimitLayer, FairRateLimited};
+pub use fair_queue::{FairQueue, RequestClass, Ticket};
 pub use in_flight::{InFlight, InFlightLayer};
 pub use metrics::ClientMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
+pub use request_class::ticket;
 pub use request_metrics::{NO_RESPONSE_CODE, RequestMetrics, RequestMetricsLayer, TimedBody};
 
 /// Client-side limits on the API load.
@@ -41,6 +47,20 @@ impl ClientLimits {
     /// The rate limit, when there is one (`qps` positive and finite).
     pub fn rate_limit(&self, host: &str, metrics: &ClientMetrics) -> Option<RateLimitLayer> {
         (self.qps > 0.0 && self.qps.is_finite()).then(|| RateLimitLayer::new(*self, host, metrics.clone()))
+    }
+
+    /// The rate limit with its tokens handed out fairly ([`FairBudget`]), when there is one;
+    /// `budget` names it in the metrics.
+    pub fn fair_rate_limit(
+        &self,
+        budget: &str,
+        host: &str,
+        metrics: &ClientMetrics,
+    ) -> Option<FairRateLimitLayer> {
+        (self.qps > 0.0 && self.qps.is_finite()).then(|| {
+            let budget = FairBudget::new(budget, *self, FairBudgetMetrics::global().clone());
+            FairRateLimitLayer::new(budget, host, metrics.clone())
+        })
     }
 
     /// The cap on requests in flight, when there is one.

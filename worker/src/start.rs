@@ -3,6 +3,7 @@
 //! compare the fleet against); a fleet worker starts on none and the protocol's steps give it
 //! shards. Here are the two API clients, the controllers, their queues and metrics.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,6 +51,36 @@ pub struct WorkerOptions {
     /// `/livez` fails when a reconcile loop's keys waited this long and none of its syncs
     /// finished meanwhile.
     pub stall_timeout: Duration,
+    /// Hand the controllers' API budget out fairly (status and finalizer writes first, then
+    /// namespaces and Jobs in turn) rather than first come, first served as client-go does.
+    pub api_fairness: bool,
+    /// Controllers given an API budget of their own, apart from the shared `client_limits`.
+    pub controller_budgets: ControllerBudgets,
+}
+
+/// Per-controller API budgets (queries per second; the burst scales with it as
+/// `--kube-api-burst` does with `--kube-api-qps`). A controller without one shares the worker's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ControllerBudgets {
+    pub job: Option<f64>,
+    pub cronjob: Option<f64>,
+    pub ttl: Option<f64>,
+}
+
+impl ControllerBudgets {
+    /// Each controller with a budget of its own, by the name its metrics carry.
+    pub fn each(&self) -> impl Iterator<Item = (&'static str, f64)> {
+        [("job", self.job), ("cronjob", self.cronjob), ("ttl", self.ttl)]
+            .into_iter()
+            .filter_map(|(name, qps)| qps.map(|q| (name, q)))
+    }
+
+    /// `shared` scaled to `qps`: the burst keeps its ratio to the rate.
+    pub fn limits(shared: ClientLimits, qps: f64) -> ClientLimits {
+        let ratio = if shared.qps > 0.0 { f64::from(shared.burst) / shared.qps } else { 1.5 };
+        let burst = (qps * ratio).round().clamp(1.0, f64::from(u32::MAX)) as u32;
+        ClientLimits { qps, burst, ..shared }
+    }
 }
 
 /// The controllers a worker runs, like kube-controller-manager's `--controllers`.
@@ -129,6 +160,8 @@ impl Default for WorkerOptions {
             controllers: Controllers::default(),
             shards: 256,
             stall_timeout: crate::health::DEFAULT_STALL_TIMEOUT,
+            api_fairness: true,
+            controller_budgets: ControllerBudgets::default(),
         }
     }
 }
@@ -183,14 +216,43 @@ pub struct Clients {
     pub controllers: kube::Client,
     /// The shard watches: their LISTs and WATCHes.
     pub informers: kube::Client,
+    /// The controllers with a budget of their own (`--kube-api-qps-<controller>`), by name.
+    pub own_budgets: BTreeMap<&'static str, kube::Client>,
 }
 
 impl Clients {
     /// Both clients from the worker's kubeconfig and limits.
     pub async fn build(opts: &WorkerOptions) -> Result<Self, StartError> {
+        Self::build_fenced(opts, None).await
+    }
+
+    /// [`Clients::build`], the controllers' writes checked against the lease's `deadline` too.
+    pub async fn build_fenced(
+        opts: &WorkerOptions,
+        deadline: Option<client::LeaseDeadline>,
+    ) -> Result<Self, StartError> {
+        let controllers = Self::controllers(opts, "shared", opts.client_limits, deadline.clone()).await?;
+        let mut own_budgets = BTreeMap::new();
+        for (name, qps) in opts.controller_budgets.each() {
+            let limits = ControllerBudgets::limits(opts.client_limits, qps);
+            own_budgets.insert(name, Self::controllers(opts, name, limits, deadline.clone()).await?);
+        }
+        Ok(Self { controllers, informers: Self::informers(opts).await?, own_budgets })
+    }
+
+    async fn controllers(
+        opts: &WorkerOptions,
+        budget: &str,
+        limits: ClientLimits,
+        deadline: Option<client::LeaseDeadline>,
+    ) -> Result<kube::Client, StartError> {
+        let order = if opts.api_fairness {
+            client::TokenOrder::Fair(budget.to_string())
+        } else {
+            client::TokenOrder::Arrival
+        };
         let user_agent = client::user_agent(&opts.worker_id);
-        let controllers = client::build(opts.kubeconfig.as_deref(), opts.client_limits, &user_agent).await?;
-        Ok(Self { controllers, informers: Self::informers(opts).await? })
+        Ok(client::build_fenced(opts.kubeconfig.as_deref(), limits, &user_agent, deadline, &order).await?)
     }
 
     /// The watches' client: the in-flight cap of `opts`, no rate limit.
@@ -202,7 +264,7 @@ impl Clients {
 
     /// One client for both (tests, with the sim cluster).
     pub fn shared(client: kube::Client) -> Self {
-        Self { controllers: client.clone(), informers: client }
+        Self { controllers: client.clone(), informers: client, own_budgets: BTreeMap::new() }
     }
 }
 
@@ -231,7 +293,8 @@ pub async fn start_on_shards_with(
     shards: ShardTable,
     filtering: Option<ShardFiltering>,
 ) -> Result<Worker, StartError> {
-    let Clients { controllers: client, informers: informers_client } = clients;
+    let Clients { controllers: client, informers: informers_client, own_budgets } = clients;
+    let client_of = |controller: &str| own_budgets.get(controller).unwrap_or(&client).clone();
     if shards.space().count() != opts.shards {
         return Err(StartError::Shards(crate::shards::BadShardCount(shards.space().count())));
     }
@@ -241,6 +304,7 @@ pub async fn start_on_shards_with(
     };
     let registry = Registry::new();
     client::ClientMetrics::global().register(&registry)?;
+    batchfleet_kube_client::FairBudgetMetrics::global().register(&registry)?;
     batchfleet_telemetry::register_process_metrics(&registry)?;
     shards.register_metrics(&registry)?;
     let health = crate::health::Health::new(shards.clone(), opts.stall_timeout, &registry)?;
@@ -249,7 +313,7 @@ pub async fn start_on_shards_with(
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
     let (events, record_events) =
-        EventSink::new(client.clone(), "job-controller", shards.clone(), opts.clock.clone());
+        EventSink::new(client_of("job"), "job-controller", shards.clone(), opts.clock.clone());
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
@@ -259,7 +323,7 @@ pub async fn start_on_shards_with(
     };
     let informers = Informers::new(shards.clone());
     let jobs = JobController::new(
-        client.clone(),
+        client_of("job"),
         &informers,
         config,
         job_metrics,
@@ -269,7 +333,7 @@ pub async fn start_on_shards_with(
         opts.clock.clone(),
     );
     let (cron_events, record_cron_events) = EventSink::new(
-        client.clone(),
+        client_of("cronjob"),
         crate::cronjob::core::EVENT_COMPONENT,
         shards.clone(),
         opts.clock.clone(),
@@ -278,7 +342,7 @@ pub async fn start_on_shards_with(
     let cron_queue_watch = cron_queue.clone();
     // Schedules without a time zone are evaluated in the controller's zone: UTC, as in a container.
     let cronjobs = CronJobController::new(
-        client.clone(),
+        client_of("cronjob"),
         &informers,
         &registry,
         cron_queue,
@@ -290,7 +354,7 @@ pub async fn start_on_shards_with(
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
     let ttl_queue_watch = ttl_queue.clone();
     let ttl = TtlController::new(
-        client.clone(),
+        client_of("ttl"),
         informers.jobs.clone(),
         &registry,
         ttl_queue,

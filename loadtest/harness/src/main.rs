@@ -174,6 +174,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if run::podgc_policy::is_podgc_policy(&args.scenario) {
         return run_podgc_policy(args, log_format);
     }
+    if run::noisy_neighbour::is_noisy_neighbour(&args.scenario) {
+        return run_noisy_neighbour(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -205,6 +208,37 @@ fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         return ExitCode::FAILURE;
     }
     until_stopped(run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out), &out)
+}
+
+/// `loadtest run noisy-neighbour` (or a file of its kind): three sittings, each with its own sim
+/// and standalone worker (`run/noisy_neighbour.rs`); exit codes as for any run.
+fn run_noisy_neighbour(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sims and workers; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::noisy_neighbour::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::noisy_neighbour::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::noisy_neighbour::run(run::noisy_neighbour::KIND, spec, &out), &out)
 }
 
 /// `loadtest run podgc-policy` (or a file of its kind): its own sim, pods and coordinator

@@ -19,6 +19,13 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Stateless batchfleet worker: reconciles Jobs, CronJobs and TTLs for the shards it owns.
+/// `--kube-api-order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ApiOrder {
+    Fair,
+    Arrival,
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "fleet-worker", version)]
 struct Args {
@@ -37,6 +44,21 @@ struct Args {
     /// API requests in flight at once (0: no cap); the rest wait their turn in arrival order.
     #[arg(long, env = "FLEET_KUBE_API_MAX_IN_FLIGHT", default_value_t = batchfleet_worker::client::ClientLimits::DEFAULT.max_in_flight)]
     kube_api_max_in_flight: usize,
+    /// The order requests get their tokens in once they wait: `fair` (status and finalizer
+    /// writes first, pod creates last, namespaces and then Jobs in turn) or `arrival` (first
+    /// come, first served, as client-go's).
+    #[arg(long, env = "FLEET_KUBE_API_ORDER", value_enum, default_value = "fair")]
+    kube_api_order: ApiOrder,
+    /// A budget of the Job controller's own, in queries per second, its burst in the ratio of
+    /// --kube-api-burst to --kube-api-qps (default: it shares the worker's budget).
+    #[arg(long, env = "FLEET_KUBE_API_QPS_JOB")]
+    kube_api_qps_job: Option<f64>,
+    /// A budget of the CronJob controller's own, as --kube-api-qps-job.
+    #[arg(long, env = "FLEET_KUBE_API_QPS_CRONJOB")]
+    kube_api_qps_cronjob: Option<f64>,
+    /// A budget of the TTL-after-finished controller's own, as --kube-api-qps-job.
+    #[arg(long, env = "FLEET_KUBE_API_QPS_TTL")]
+    kube_api_qps_ttl: Option<f64>,
     /// Jobs synced concurrently, as --concurrent-job-syncs.
     #[arg(long, env = "FLEET_CONCURRENT_JOB_SYNCS", default_value_t = 5)]
     concurrent_job_syncs: usize,
@@ -145,9 +167,14 @@ fn main() -> ExitCode {
     if args.concurrent_job_syncs == 0
         || args.concurrent_cron_job_syncs == 0
         || args.concurrent_ttl_after_finished_syncs == 0
-        || args.kube_api_qps < 0.0
+        || [Some(args.kube_api_qps), args.kube_api_qps_job, args.kube_api_qps_cronjob, args.kube_api_qps_ttl]
+            .into_iter()
+            .flatten()
+            .any(|qps| qps.is_nan() || qps < 0.0)
     {
-        eprintln!("fleet-worker: the --concurrent-* flags must be at least 1 and --kube-api-qps at least 0");
+        eprintln!(
+            "fleet-worker: the --concurrent-* flags must be at least 1 and the --kube-api-qps* flags at least 0"
+        );
         return ExitCode::from(2);
     }
     let transport = if args.standalone {
@@ -189,6 +216,12 @@ fn main() -> ExitCode {
         controllers,
         shards: args.shards,
         stall_timeout: args.stall_timeout,
+        api_fairness: args.kube_api_order == ApiOrder::Fair,
+        controller_budgets: start::ControllerBudgets {
+            job: args.kube_api_qps_job,
+            cronjob: args.kube_api_qps_cronjob,
+            ttl: args.kube_api_qps_ttl,
+        },
         ..WorkerOptions::default()
     };
     let opts = match args.test_clock {
@@ -256,16 +289,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     let space = batchfleet_worker::shards::ShardSpace::new(opts.shards)?;
     let table = batchfleet_worker::runtime::shard::ShardTable::new(space);
     // The controllers' writes are checked against the lease as they are sent, too.
-    let clients = start::Clients {
-        controllers: batchfleet_worker::client::build_fenced(
-            opts.kubeconfig.as_deref(),
-            opts.client_limits,
-            &batchfleet_worker::client::user_agent(&opts.worker_id),
-            Some(table.lease_deadline()),
-        )
-        .await?,
-        informers: start::Clients::informers(&opts).await?,
-    };
+    let clients = start::Clients::build_fenced(&opts, Some(table.lease_deadline())).await?;
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
     let mut worker = start::start_on_shards_with(clients, opts, table, None).await?;

@@ -19,6 +19,16 @@ pub fn user_agent(worker_id: &str) -> String {
     batchfleet_kube_client::user_agent("fleet-worker", worker_id)
 }
 
+/// The order in which a client's requests get their tokens once they have to wait for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenOrder {
+    /// client-go's: first come, first served.
+    Arrival,
+    /// Fair across classes, namespaces and Jobs ([`batchfleet_kube_client::FairBudget`]), with
+    /// its metrics under this budget's name.
+    Fair(String),
+}
+
 /// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits, sending
 /// `user_agent`.
 pub async fn build(
@@ -26,18 +36,20 @@ pub async fn build(
     limit: ClientLimits,
     user_agent: &str,
 ) -> Result<kube::Client, ClientError> {
-    build_fenced(kubeconfig, limit, user_agent, None).await
+    build_fenced(kubeconfig, limit, user_agent, None, &TokenOrder::Arrival).await
 }
 
-/// [`build`], with writes refused once `deadline` passed ([`LeaseGateLayer`]).
+/// [`build`], with writes refused once `deadline` passed ([`LeaseGateLayer`]), and tokens
+/// handed out in `order`.
 pub async fn build_fenced(
     kubeconfig: Option<&Path>,
     limit: ClientLimits,
     user_agent: &str,
     deadline: Option<LeaseDeadline>,
+    order: &TokenOrder,
 ) -> Result<kube::Client, ClientError> {
     let config = load_config(kubeconfig).await?;
-    fenced_from_config(with_user_agent(config, user_agent)?, limit, deadline)
+    ordered_from_config(with_user_agent(config, user_agent)?, limit, deadline, order)
 }
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
@@ -57,10 +69,25 @@ pub fn fenced_from_config(
     limit: ClientLimits,
     deadline: Option<LeaseDeadline>,
 ) -> Result<kube::Client, ClientError> {
-    use tower::util::option_layer;
+    ordered_from_config(config, limit, deadline, &TokenOrder::Arrival)
+}
+
+/// [`fenced_from_config`], with tokens handed out in `order`.
+pub fn ordered_from_config(
+    config: kube::Config,
+    limit: ClientLimits,
+    deadline: Option<LeaseDeadline>,
+    order: &TokenOrder,
+) -> Result<kube::Client, ClientError> {
+    use tower::util::{Either, option_layer};
     let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
     let in_flight = limit.in_flight(&host, ClientMetrics::global());
-    let rate = limit.rate_limit(&host, ClientMetrics::global());
+    let rate = match order {
+        TokenOrder::Arrival => limit.rate_limit(&host, ClientMetrics::global()).map(Either::Left),
+        TokenOrder::Fair(budget) => {
+            limit.fair_rate_limit(budget, &host, ClientMetrics::global()).map(Either::Right)
+        }
+    };
     let builder = match &deadline {
         Some(deadline) => fenced_connections::client_builder(&config, deadline.clone())?,
         None => kube::client::ClientBuilder::try_from(config)?,

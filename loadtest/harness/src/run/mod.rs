@@ -8,6 +8,7 @@ pub(crate) mod faults;
 pub mod fleet_scale;
 mod leader_metrics;
 mod lease_lapses;
+pub mod noisy_neighbour;
 pub mod podgc_policy;
 pub(crate) mod progress;
 mod recovery;

@@ -87,7 +87,7 @@ pub fn is_podgc_policy(name_or_path: &str) -> bool {
     })
 }
 
-fn read_spec(name_or_path: &str) -> std::io::Result<String> {
+pub(super) fn read_spec(name_or_path: &str) -> std::io::Result<String> {
     let path = Path::new(name_or_path);
     let path: PathBuf = if path.is_file() {
         path.to_path_buf()
