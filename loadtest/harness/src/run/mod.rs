@@ -10,6 +10,7 @@ mod leader_metrics;
 mod lease_lapses;
 pub mod podgc_policy;
 pub(crate) mod progress;
+pub mod quota_deadlock;
 mod recovery;
 mod replay;
 pub(crate) mod report;
