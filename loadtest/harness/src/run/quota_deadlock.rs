@@ -561,18 +561,18 @@ mod tests {
 
         let mut unsignalled = good_events.clone();
         unsignalled.retain(|e| e.reason.as_deref() != Some(BLOCKED_EVENT));
-        assert_eq!(verdicts(&seen, &unsignalled, &good_jobs)[0], false);
+        assert!(!verdicts(&seen, &unsignalled, &good_jobs)[0]);
 
         let mut spam = good_events.clone();
         spam.push(event("want-001", BLOCKED_EVENT, "Warning", &quota, 9));
-        assert_eq!(verdicts(&seen, &spam, &good_jobs)[1], false);
+        assert!(!verdicts(&seen, &spam, &good_jobs)[1]);
 
         let stuck = vec![job("want-000", None, true), job("want-001", Some(("True", "QuotaExceeded")), true)];
-        assert_eq!(verdicts(&seen, &good_events, &stuck)[2], false);
+        assert!(!verdicts(&seen, &good_events, &stuck)[2]);
 
         let unfinished = vec![job("want-000", None, false), good_jobs[1].clone()];
-        assert_eq!(verdicts(&seen, &good_events, &unfinished)[3], false);
+        assert!(!verdicts(&seen, &good_events, &unfinished)[3]);
 
-        assert_eq!(verdicts(&seen, &[], &good_jobs)[0], false, "nothing refused: the run proved nothing");
+        assert!(!verdicts(&seen, &[], &good_jobs)[0], "nothing refused: the run proved nothing");
     }
 }
