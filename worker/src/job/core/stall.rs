@@ -158,22 +158,40 @@ pub fn backoff_announcement(announced: Option<Timestamp>, until: Timestamp, pods
     (announced != Some(until)).then(|| backoff_event(until, pods))
 }
 
-/// The nodes holding pods stuck Terminating, from `(pod, node, deletion deadline)` of the Job's
-/// Terminating pods: a pod counts once `now` is [`TERMINATING_STUCK_AFTER`] past its deadline.
-/// Sorted and deduplicated; a pod with no node cannot be on a lost node.
+/// Whether a Terminating pod on `node` whose deletion deadline is `deadline` is stuck at `now`:
+/// [`TERMINATING_STUCK_AFTER`] past its deadline. A pod with no node cannot be on a lost node.
+pub fn is_stuck(node: &str, deadline: Timestamp, now: Timestamp) -> bool {
+    let after = SignedDuration::try_from(TERMINATING_STUCK_AFTER).unwrap_or(SignedDuration::MAX);
+    !node.is_empty() && now.duration_since(deadline) >= after
+}
+
+/// The nodes holding pods stuck Terminating, from `(node, deletion deadline)` of the Job's
+/// Terminating pods; sorted and deduplicated.
 pub fn lost_nodes<'a>(
     terminating: impl IntoIterator<Item = (&'a str, Timestamp)>,
     now: Timestamp,
 ) -> Vec<String> {
-    let after = SignedDuration::try_from(TERMINATING_STUCK_AFTER).unwrap_or(SignedDuration::MAX);
     let mut nodes: Vec<String> = terminating
         .into_iter()
-        .filter(|(node, deadline)| !node.is_empty() && now.duration_since(*deadline) >= after)
+        .filter(|&(node, deadline)| is_stuck(node, deadline, now))
         .map(|(node, _)| node.to_string())
         .collect();
     nodes.sort();
     nodes.dedup();
     nodes
+}
+
+/// How long until the next of these pods (on a node) becomes stuck, if any is not yet.
+pub fn next_stuck_in<'a>(
+    terminating: impl IntoIterator<Item = (&'a str, Timestamp)>,
+    now: Timestamp,
+) -> Option<Duration> {
+    let after = SignedDuration::try_from(TERMINATING_STUCK_AFTER).unwrap_or(SignedDuration::MAX);
+    terminating
+        .into_iter()
+        .filter(|&(node, deadline)| !node.is_empty() && !is_stuck(node, deadline, now))
+        .filter_map(|(_, deadline)| Duration::try_from(after - now.duration_since(deadline)).ok())
+        .min()
 }
 
 pub(super) fn lost_node_event(nodes: &[String], pods: usize) -> Event {
@@ -279,6 +297,9 @@ mod tests {
             ("node-c", ts("2026-11-28T00:09:30Z")), // still within the minute
             ("", ts("2026-11-28T00:00:00Z")),       // never scheduled
         ];
-        assert_eq!(lost_nodes(pods, now), vec!["node-a".to_string(), "node-b".to_string()]);
+        assert_eq!(lost_nodes(pods.clone(), now), vec!["node-a".to_string(), "node-b".to_string()]);
+        // node-c's pod becomes stuck 30 s from now; the others are stuck already or have no node.
+        assert_eq!(next_stuck_in(pods, now), Some(Duration::from_secs(30)));
+        assert_eq!(next_stuck_in([("node-a", ts("2026-11-28T00:00:00Z"))], now), None);
     }
 }

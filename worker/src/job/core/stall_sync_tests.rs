@@ -201,6 +201,21 @@ fn pods_stuck_terminating_name_their_nodes_once_per_node_set() {
     // A pod still within a minute of its deadline is not stuck yet; the default policy replaces
     // Terminating pods at once, so nothing waits on them.
     let fresh = vec![stuck("n-3", "node-c", 30)];
+    let rm = HashSet::new();
+    let fresh_arcs = arcs(&fresh);
+    let input = SyncInput {
+        job: &job,
+        pods: &fresh_arcs,
+        now: now(),
+        expectations_satisfied: true,
+        expected_removed_finalizers: &rm,
+        backoff: None,
+        stall: None,
+        config: &cfg,
+    };
+    let JobPlan::Sync(plan) = sync_job(&input) else { panic!("skipped") };
+    // Its deadline passed 30 s ago: stuck 30 s from now, when nothing else would sync the Job.
+    assert_eq!(plan.requeue_after, Some(std::time::Duration::from_secs(30)));
     let s = sync_at(&job, &fresh, now(), None, &cfg, &|k| CreateOutcome::Created(format!("n-{k}")));
     assert!(!reasons(&s.events).contains(&"PodsTerminatingOnLostNode"));
     let default_policy = mk_job("d", 1, 1, 6).start_time(secs_ago(600)).build();

@@ -258,7 +258,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
     // (its terminal condition waits until every pod has terminated).
     let waits_on_terminating = view.only_replace_failed || finishing;
     let lost_nodes = if cfg.stall_signals && waits_on_terminating {
-        let stuck: Vec<(&str, Timestamp)> = facts
+        let terminating: Vec<(&str, Timestamp)> = facts
             .iter()
             .filter(|p| p.terminating())
             .filter_map(|p| {
@@ -267,8 +267,13 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
                 Some((node, deadline))
             })
             .collect();
-        let nodes = stall::lost_nodes(stuck.iter().copied(), now);
-        let pods = stuck.iter().filter(|(n, _)| nodes.iter().any(|x| x == n)).count();
+        // Nothing else syncs a Job whose pods just stay Terminating: come back when the next
+        // one becomes stuck.
+        if let Some(next) = stall::next_stuck_in(terminating.iter().copied(), now) {
+            requeue = Some(requeue.map_or(next, |r| r.min(next)));
+        }
+        let nodes = stall::lost_nodes(terminating.iter().copied(), now);
+        let pods = terminating.iter().filter(|&&(n, d)| stall::is_stuck(n, d, now)).count();
         (nodes, pods)
     } else {
         (Vec::new(), 0)
