@@ -37,6 +37,8 @@ pub struct WorkerOptions {
     pub concurrent_ttl_syncs: usize,
     /// The `spec.managedBy` value whose Jobs this worker reconciles.
     pub job_managed_by: String,
+    /// The Job controller's stall signals (docs/beyond-upstream.md); on by default.
+    pub job_stall_signals: bool,
     pub metrics_addr: SocketAddr,
     pub worker_id: String,
     /// Upstream's constants, overridable so tests need not wait real back-offs.
@@ -153,6 +155,7 @@ impl Default for WorkerOptions {
             concurrent_cron_job_syncs: 5,
             concurrent_ttl_syncs: 5,
             job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
+            job_stall_signals: true,
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             worker_id: "fleet-worker".to_string(),
             job_timing: JobTiming::default(),
@@ -316,6 +319,7 @@ pub async fn start_on_shards_with(
         EventSink::new(client_of("job"), "job-controller", shards.clone(), opts.clock.clone());
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
+        stall_signals: opts.job_stall_signals,
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
         max_pod_failure_backoff: opts.job_timing.max_pod_failure_backoff,
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,

@@ -59,3 +59,82 @@ async fn with_a_managed_by_value_the_worker_takes_only_those_jobs() {
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
     assert!(pods.list(&ListParams::default().labels("job-name=builtin")).await.unwrap().items.is_empty());
 }
+
+/// A quota the Job does not fit in, as a user sees it with kubectl: `kubectl wait` for the
+/// `batchfleet.io/PodCreationBlocked` condition, the Warning Event quoting the API's 403, then,
+/// once the quota is raised with `kubectl patch`, the condition False and the Job Complete.
+#[tokio::test]
+async fn kubectl_sees_a_quota_block_the_job_and_clear_when_raised() {
+    let env = common::start().await;
+    let kubectl = std::env::var_os("BATCHFLEET_KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
+    assert!(kubectl.exists(), "kubectl not found at {}: run scripts/setup", kubectl.display());
+    let dir = tempfile::tempdir().unwrap();
+    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
+    let kubeconfig_dir = dir.path().to_path_buf();
+    let run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (kubectl, dir) = (kubectl.clone(), kubeconfig_dir.clone());
+        async move { kubectl_out(&kubectl, &dir, &args).await }
+    };
+    run(&["create", "quota", "tight", "--hard=pods=1"]).await;
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
+    let job = common::job(
+        "wide",
+        json!({"completions": 2, "parallelism": 2}),
+        json!({"sim.batchfleet.io/run": "300ms"}),
+    );
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let blocked = "--for=condition=batchfleet.io/PodCreationBlocked";
+    assert_eq!(run(&["wait", blocked, "job/wide", "--timeout=60s"]).await, "job.batch/wide condition met");
+    let message = run(&[
+        "get",
+        "job",
+        "wide",
+        "-o",
+        r#"jsonpath={.status.conditions[?(@.type=="batchfleet.io/PodCreationBlocked")].reason}: {.status.conditions[?(@.type=="batchfleet.io/PodCreationBlocked")].message}"#,
+    ])
+    .await;
+    assert!(
+        message.starts_with("QuotaExceeded: ")
+            && message.contains("exceeded quota: tight, requested: pods=1, used: pods=1, limited: pods=1"),
+        "{message}"
+    );
+    let events = common::wait_until("the PodCreationBlocked Event", Duration::from_secs(30), || async {
+        let out = run(&[
+            "get",
+            "events",
+            "--field-selector",
+            "reason=PodCreationBlocked",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ])
+        .await;
+        (!out.is_empty()).then_some(out)
+    })
+    .await;
+    assert!(events.contains("exceeded quota: tight"), "{events}");
+    run(&["patch", "quota", "tight", "--type=merge", "-p", r#"{"spec":{"hard":{"pods":"5"}}}"#]).await;
+    assert_eq!(
+        run(&["wait", &format!("{blocked}=false"), "job/wide", "--timeout=90s"]).await,
+        "job.batch/wide condition met"
+    );
+    assert_eq!(
+        run(&["wait", "--for=condition=Complete", "job/wide", "--timeout=60s"]).await,
+        "job.batch/wide condition met"
+    );
+}
+
+async fn kubectl_out(kubectl: &std::path::Path, dir: &std::path::Path, args: &[String]) -> String {
+    let out = tokio::process::Command::new(kubectl)
+        .args(args)
+        .env("KUBECONFIG", dir.join("kubeconfig"))
+        .env("KUBECACHEDIR", dir.join("cache"))
+        .env("HOME", dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -124,6 +124,7 @@ fn core_cost(pods: i32, indexed: bool, repeat: usize) -> CoreCost {
                 expectations_satisfied: true,
                 expected_removed_finalizers: &none,
                 backoff: None,
+                stall: None,
                 config: &config,
             };
             let started = Instant::now();

@@ -177,6 +177,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if run::noisy_neighbour::is_noisy_neighbour(&args.scenario) {
         return run_noisy_neighbour(args, log_format);
     }
+    if run::quota_deadlock::is_quota_deadlock(&args.scenario) {
+        return run_quota_deadlock(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -270,6 +273,37 @@ fn run_podgc_policy(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         return ExitCode::FAILURE;
     }
     until_stopped(run::podgc_policy::run(run::podgc_policy::KIND, spec, &out), &out)
+}
+
+/// `loadtest run quota-deadlock` (or a file of its kind): its own sim, quota, fleet and Jobs
+/// (`run/quota_deadlock.rs`); exit codes as for any run.
+fn run_quota_deadlock(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sim and fleet; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::quota_deadlock::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::quota_deadlock::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::quota_deadlock::run(run::quota_deadlock::KIND, spec, &out), &out)
 }
 
 /// Runs `run` to its report, or until Ctrl-C or SIGTERM drops it, and with it every process it

@@ -73,6 +73,11 @@ struct Args {
     /// kube-controller-manager and move namespaces over one by one.
     #[arg(long, env = "FLEET_JOB_MANAGED_BY", default_value = "kubernetes.io/job-controller")]
     job_managed_by: String,
+    /// Stall signals beyond upstream (docs/beyond-upstream.md): Events and the
+    /// batchfleet.io/PodCreationBlocked condition when pod creates are refused, the pod-failure
+    /// back-off deadline, pods stuck Terminating on lost nodes. `false` behaves as upstream.
+    #[arg(long, env = "FLEET_JOB_STALL_SIGNALS", default_value_t = true, action = clap::ArgAction::Set)]
+    job_stall_signals: bool,
     /// Controllers to run: job, cronjob, ttl-after-finished; `*` for all, `-name` to leave one
     /// to kube-controller-manager.
     #[arg(long, env = "FLEET_CONTROLLERS", default_value = "*", allow_hyphen_values = true)]
@@ -211,6 +216,7 @@ fn main() -> ExitCode {
         concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
         concurrent_ttl_syncs: args.concurrent_ttl_after_finished_syncs,
         job_managed_by: args.job_managed_by,
+        job_stall_signals: args.job_stall_signals,
         metrics_addr: args.metrics_addr,
         worker_id,
         controllers,

@@ -357,6 +357,7 @@ mod tests {
                     expectations_satisfied: true,
                     expected_removed_finalizers: &none,
                     backoff: None,
+                    stall: None,
                     config: &config,
                 };
                 let facts: Vec<_> = pods

@@ -13,8 +13,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 
 use super::core::{
-    self, BackoffRecord, Config, CreateOutcome, DeleteOutcome, FinalizerRemoval, JOB_TRACKING_FINALIZER,
-    JobPlan, PodOpResults, PodOps, PodRef, SyncInput,
+    self, BackoffRecord, Config, CreateOutcome, CreateRefusal, DeleteOutcome, FinalizerRemoval,
+    JOB_TRACKING_FINALIZER, JobPlan, PodOpResults, PodOps, PodRef, StallRecord, SyncInput,
 };
 use super::metrics::JobMetrics;
 use crate::clock::Clock;
@@ -45,6 +45,8 @@ pub struct JobController {
     deletions: UidExpectations<ObjectKey>,
     finalizers: UidExpectations<ObjectKey>,
     backoff: Mutex<HashMap<ObjectKey, BackoffRecord>>,
+    /// What each Job's stall signals announced last (batchfleet's, not upstream's).
+    stall: Mutex<HashMap<ObjectKey, StallRecord>>,
     config: Config,
     metrics: JobMetrics,
     events: EventSink,
@@ -78,6 +80,7 @@ impl JobController {
             deletions: UidExpectations::default(),
             finalizers: UidExpectations::default(),
             backoff: Mutex::new(HashMap::new()),
+            stall: Mutex::new(HashMap::new()),
             config,
             metrics,
             events,
@@ -108,6 +111,7 @@ impl JobController {
             self.deletions.forget(&key);
             self.finalizers.forget(&key);
             self.backoff.lock().remove(&key);
+            self.stall.lock().remove(&key);
         }
     }
 
@@ -189,6 +193,7 @@ impl JobController {
         self.deletions.forget(key);
         self.finalizers.forget(key);
         self.backoff.lock().remove(key);
+        self.stall.lock().remove(key);
         // Its pods may now be orphans holding the tracking finalizer.
         for pod in self.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
             if has_tracking_finalizer(&pod) {
@@ -307,6 +312,7 @@ impl JobController {
         let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
         let pending_finalizers = self.finalizers.pending(key);
         let backoff = self.backoff.lock().get(key).cloned();
+        let stall = self.stall.lock().get(key).cloned();
         let input = SyncInput {
             job: &job,
             pods: &pods,
@@ -314,6 +320,7 @@ impl JobController {
             expectations_satisfied: satisfied,
             expected_removed_finalizers: &pending_finalizers,
             backoff: backoff.as_ref(),
+            stall: stall.as_ref(),
             config: &self.config,
         };
         let plan = match core::sync_job(&input) {
@@ -321,6 +328,7 @@ impl JobController {
                 self.publish(epoch, &job, skip.events);
                 if skip.forget_backoff_record {
                     self.backoff.lock().remove(key);
+                    self.stall.lock().remove(key);
                 }
                 return Ok(None);
             }
@@ -329,6 +337,13 @@ impl JobController {
         let fence = self.fence(&key.namespace, epoch);
         let results = self.run_pod_ops(key, &fence, &plan.pod_ops).await;
         let status_plan = plan.after_pod_ops(&results);
+        // Kept even if a write below fails: its events are published now, and the condition is
+        // set again by the next refused sync.
+        if status_plan.stall_record == StallRecord::default() {
+            self.stall.lock().remove(key);
+        } else {
+            self.stall.lock().insert(key.clone(), status_plan.stall_record.clone());
+        }
         self.publish(epoch, &job, status_plan.events.clone());
         status_plan.metrics.iter().for_each(|m| self.metrics.record(m));
         let mut latest: Arc<Job> = job.clone();
@@ -429,7 +444,7 @@ impl JobController {
                             Err(e) => {
                                 failed = true;
                                 self.creations.creation_observed(key);
-                                CreateOutcome::Failed(e.to_string())
+                                create_failure(e)
                             }
                         };
                     }
@@ -517,6 +532,22 @@ impl JobController {
         for e in events {
             self.events.publish(epoch, PendingEvent::for_object(job, e.type_, &e.reason, &e.message));
         }
+    }
+}
+
+/// A failed create as the core takes it: API refusals with their status, for the stall signals
+/// (the core decides which ones block); anything else as upstream's plain error.
+fn create_failure(e: WriteError) -> CreateOutcome {
+    let text = e.to_string();
+    match &e {
+        WriteError::Api(api) => match crate::api_errors::status(api) {
+            Some(status) => CreateOutcome::Refused(
+                text,
+                CreateRefusal { code: status.code, message: status.message.clone() },
+            ),
+            None => CreateOutcome::Failed(text),
+        },
+        WriteError::Fenced(_) => CreateOutcome::Failed(text),
     }
 }
 

@@ -11,6 +11,7 @@ mod lease_lapses;
 pub mod noisy_neighbour;
 pub mod podgc_policy;
 pub(crate) mod progress;
+pub mod quota_deadlock;
 mod recovery;
 mod replay;
 pub(crate) mod report;

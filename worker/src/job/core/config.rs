@@ -23,6 +23,9 @@ pub struct Config {
     /// The `spec.managedBy` value this worker acts for; Jobs without the field count as
     /// `kubernetes.io/job-controller`.
     pub managed_by: String,
+    /// Send the stall signals of [`super::stall`] (Events and the `batchfleet.io/PodCreationBlocked`
+    /// condition); off, the controller behaves exactly as upstream's.
+    pub stall_signals: bool,
 }
 
 impl Default for Config {
@@ -36,6 +39,7 @@ impl Default for Config {
             api_backoff: Duration::from_secs(1),
             max_api_backoff: Duration::from_secs(60),
             managed_by: JOB_CONTROLLER_NAME.to_string(),
+            stall_signals: true,
         }
     }
 }

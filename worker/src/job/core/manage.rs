@@ -49,6 +49,8 @@ pub(super) struct ManageDecision {
     pub action: SyncAction,
     pub ops: ManageOps,
     pub requeue: Option<Duration>,
+    /// Creates wait on the pod-failure back-off until then, for this many pods.
+    pub backoff_until: Option<(Timestamp, usize)>,
 }
 
 pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
@@ -64,7 +66,12 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
 
     if view.suspended {
         let rm = active_pods_for_removal(m, active, &order);
-        return ManageDecision { action: SyncAction::PodsDeleted, ops: ManageOps::Delete(rm), requeue: None };
+        return ManageDecision {
+            action: SyncAction::PodsDeleted,
+            ops: ManageOps::Delete(rm),
+            requeue: None,
+            backoff_until: None,
+        };
     }
 
     let parallelism = i64::from(view.parallelism);
@@ -77,18 +84,33 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
     let mut rm = active_pods_for_removal(m, rm_at_least, &order);
     rm.truncate(cfg.max_pod_create_delete_per_sync);
     if !rm.is_empty() {
-        return ManageDecision { action: SyncAction::PodsDeleted, ops: ManageOps::Delete(rm), requeue: None };
+        return ManageDecision {
+            action: SyncAction::PodsDeleted,
+            ops: ManageOps::Delete(rm),
+            requeue: None,
+            backoff_until: None,
+        };
     }
 
     let terminating = if view.only_replace_failed { m.terminating } else { 0 };
     let diff = want - terminating - active;
     if diff <= 0 {
-        return ManageDecision { action: SyncAction::Tracking, ops: ManageOps::None, requeue: None };
+        return ManageDecision {
+            action: SyncAction::Tracking,
+            ops: ManageOps::None,
+            requeue: None,
+            backoff_until: None,
+        };
     }
+    let waiting = usize::try_from(diff).unwrap_or(usize::MAX);
     let backoff_wait = |remaining: Duration| ManageDecision {
         action: SyncAction::PodsCreated,
         ops: ManageOps::None,
         requeue: Some(remaining.max(cfg.sync_job_batch_period)),
+        backoff_until: jiff::SignedDuration::try_from(remaining)
+            .ok()
+            .and_then(|r| m.now.checked_add(r).ok())
+            .map(|until| (until, waiting)),
     };
     if !view.has_backoff_limit_per_index() {
         let b = m.backoff;
@@ -120,6 +142,7 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
             action: SyncAction::PodsCreated,
             ops: ManageOps::Create { pods, reason },
             requeue: None,
+            backoff_until: None,
         };
     }
 
@@ -173,7 +196,12 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
             pod_from_template(view.job, Some(ix), counts)
         })
         .collect();
-    ManageDecision { action: SyncAction::PodsCreated, ops: ManageOps::Create { pods, reason }, requeue: None }
+    ManageDecision {
+        action: SyncAction::PodsCreated,
+        ops: ManageOps::Create { pods, reason },
+        requeue: None,
+        backoff_until: None,
+    }
 }
 
 /// `activePodsForRemoval`: for Indexed Jobs pods with bad or duplicate indexes first, then (if more

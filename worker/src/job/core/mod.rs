@@ -26,6 +26,7 @@ mod ordering;
 pub mod orphan;
 mod plan;
 mod pod_template;
+pub mod stall;
 mod success_policy;
 mod sync;
 mod tracking;
@@ -44,6 +45,7 @@ pub use plan::{
     PodOpResults, PodOps, PodRef, Skip, SkipReason, StatusPlan, SyncAction, SyncError, SyncInput, SyncPlan,
 };
 pub use pod_template::{pod_from_template, remove_tracking_finalizer_patch};
+pub use stall::{CreateRefusal, StallRecord};
 pub use sync::sync_job;
 
 /// The finalizer every Job pod carries until the controller has counted it.

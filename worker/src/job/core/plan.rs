@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::backoff::BackoffRecord;
 use super::config::Config;
+use super::stall::{CreateRefusal, StallRecord};
 use super::sync::SyncState;
 use super::tracking::TrackState;
 
@@ -33,6 +34,8 @@ pub struct SyncInput<'a> {
     pub expected_removed_finalizers: &'a HashSet<String>,
     /// The in-memory pod-failure back-off record kept for this Job between syncs.
     pub backoff: Option<&'a BackoffRecord>,
+    /// The stall signals sent so far for this Job (kept by the shell, like `backoff`).
+    pub stall: Option<&'a StallRecord>,
     pub config: &'a Config,
 }
 
@@ -152,6 +155,9 @@ pub enum CreateOutcome {
     Created(String),
     /// Failed; the message is the API error.
     Failed(String),
+    /// Refused by the API with a non-transient status (400, 403, 422): handled as `Failed` (the
+    /// first field is that message), and also fed to the stall signals.
+    Refused(String, CreateRefusal),
     /// Failed because the namespace is terminating (a `NamespaceTerminating` status cause).
     NamespaceTerminating,
     /// Not attempted because an earlier batch failed.
@@ -182,6 +188,8 @@ pub struct StatusPlan {
     /// Then PATCH the tracking finalizer away from these pods, in parallel. Before patching, add their
     /// UIDs to the finalizer expectations; drop a UID again when its patch fails.
     pub remove_finalizers: Vec<PodRef>,
+    /// Keep this as the Job's stall record from now on (the events it stands for are in `events`).
+    pub stall_record: StallRecord,
     pub(super) state: TrackState,
 }
 

@@ -18,6 +18,7 @@ use super::plan::{
     CreateOutcome, CreatePlan, DeleteOutcome, Event, JobPlan, Metric, PodOpResults, PodOps, Skip, SkipReason,
     StatusPlan, SyncAction, SyncError, SyncInput, SyncPlan,
 };
+use super::stall::{self, StallRecord};
 use super::success_policy::match_success_policy;
 use super::tracking::{JobFacts, TrackInput, WorkStatus, track};
 use super::view::{INDEXED, JobView, NON_INDEXED, Phase, PodFacts, pod_facts};
@@ -49,6 +50,15 @@ pub(crate) struct SyncState {
     failed_indexes: Option<OrderedIntervals>,
     delayed: HashMap<i64, usize>,
     backoff_record: BackoffRecord,
+    /// The stall record as the sync found it.
+    stall: StallRecord,
+    /// The config, when the stall signals are on.
+    stall_config: Option<super::config::Config>,
+    /// Creates wait on the pod-failure back-off until then, for this many pods.
+    backoff_until: Option<(Timestamp, usize)>,
+    /// Nodes holding this Job's pods stuck Terminating while the Job waits on them, and how many
+    /// such pods.
+    lost_nodes: (Vec<String>, usize),
 }
 
 /// Decides one sync of `input.job`. Pure: same input, same plan.
@@ -198,6 +208,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
     let mut deleting_pods = Vec::new();
     let mut creation_reason = "new";
     let mut manage_called = false;
+    let mut backoff_until = None;
     if finishing {
         if !active.is_empty() {
             pod_ops = PodOps::DeleteActive(active.iter().map(|&i| facts[i].pod_ref()).collect());
@@ -221,6 +232,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             config: cfg,
         });
         action = decision.action;
+        backoff_until = decision.backoff_until;
         requeue = match (requeue, decision.requeue) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -241,6 +253,31 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             }
         }
     }
+
+    // A Job waits on Terminating pods when it only replaces failed pods, or when it is finishing
+    // (its terminal condition waits until every pod has terminated).
+    let waits_on_terminating = view.only_replace_failed || finishing;
+    let lost_nodes = if cfg.stall_signals && waits_on_terminating {
+        let terminating: Vec<(&str, Timestamp)> = facts
+            .iter()
+            .filter(|p| p.terminating())
+            .filter_map(|p| {
+                let deadline = p.pod.metadata.deletion_timestamp.as_ref()?.0;
+                let node = p.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("");
+                Some((node, deadline))
+            })
+            .collect();
+        // Nothing else syncs a Job whose pods just stay Terminating: come back when the next
+        // one becomes stuck.
+        if let Some(next) = stall::next_stuck_in(terminating.iter().copied(), now) {
+            requeue = Some(requeue.map_or(next, |r| r.min(next)));
+        }
+        let nodes = stall::lost_nodes(terminating.iter().copied(), now);
+        let pods = terminating.iter().filter(|&&(n, d)| stall::is_stuck(n, d, now)).count();
+        (nodes, pods)
+    } else {
+        (Vec::new(), 0)
+    };
 
     JobPlan::Sync(Box::new(SyncPlan {
         completion_mode: view.completion_mode(),
@@ -278,6 +315,10 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             failed_indexes,
             delayed,
             backoff_record,
+            stall: input.stall.cloned().unwrap_or_default(),
+            stall_config: cfg.stall_signals.then(|| cfg.clone()),
+            backoff_until,
+            lost_nodes,
         },
     }))
 }
@@ -330,6 +371,8 @@ impl SyncPlan {
         let mut metrics = Vec::new();
         let mut manage_error = None;
         let mut deleted = 0i64;
+        let mut created_some = false;
+        let mut refusal = None;
         match &self.pod_ops {
             PodOps::None => {}
             PodOps::DeleteActive(pods) | PodOps::RemoveFinalizerAndDelete(pods) => {
@@ -382,6 +425,7 @@ impl SyncPlan {
                     _ => &[],
                 };
                 let (mut attempted, mut failed) = (0u64, 0u64);
+                let mut first_refusal = None;
                 for k in 0..plan.pods.len() {
                     match outcomes.get(k).unwrap_or(&CreateOutcome::Skipped) {
                         CreateOutcome::Created(name) => {
@@ -389,7 +433,10 @@ impl SyncPlan {
                             active += 1;
                             events.push(Event::normal("SuccessfulCreate", format!("Created pod: {name}")));
                         }
-                        CreateOutcome::Failed(msg) => {
+                        CreateOutcome::Failed(msg) | CreateOutcome::Refused(msg, _) => {
+                            if let CreateOutcome::Refused(_, refusal) = &outcomes[k] {
+                                first_refusal.get_or_insert(refusal);
+                            }
                             attempted += 1;
                             failed += 1;
                             events.push(Event::warning("FailedCreate", format!("Error creating: {msg}")));
@@ -416,6 +463,8 @@ impl SyncPlan {
                         delta: failed,
                     });
                 }
+                created_some = attempted > failed;
+                refusal = first_refusal.cloned();
             }
         }
 
@@ -465,9 +514,23 @@ impl SyncPlan {
             }
         }
 
+        let mut stall_record = s.stall.clone();
+        let mut stall_changed = false;
+        if let Some(cfg) = &s.stall_config {
+            stall_changed = self.stall_signals(
+                cfg,
+                created_some,
+                refusal.as_ref(),
+                &mut status.conditions,
+                &mut stall_record,
+                &mut events,
+            );
+        }
+
         let to_i32 = |v: i64| i32::try_from(v.max(0)).unwrap_or(i32::MAX);
         let (active, ready, terminating) = (to_i32(active), to_i32(ready), to_i32(terminating));
-        let needs_flush = suspend_changed
+        let needs_flush = stall_changed
+            || suspend_changed
             || active != status.active
             || Some(ready) != status.ready
             || Some(terminating) != status.terminating;
@@ -493,10 +556,86 @@ impl SyncPlan {
         });
         plan.events = events;
         plan.metrics = metrics;
+        plan.stall_record = stall_record;
         plan
+    }
+
+    /// The stall signals of this sync (see [`stall`]): updates the record, the
+    /// `batchfleet.io/PodCreationBlocked` condition and the events; returns whether the
+    /// conditions changed.
+    fn stall_signals(
+        &self,
+        cfg: &super::config::Config,
+        created_some: bool,
+        refusal: Option<&stall::CreateRefusal>,
+        conditions: &mut Vec<JobCondition>,
+        record: &mut StallRecord,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let s = &self.state;
+        let now = s.job.now;
+        let mut changed = false;
+        let blocked = refusal.and_then(|r| stall::classify_refusal(r.code, &r.message).map(|why| (why, r)));
+        if let Some((why, r)) = blocked {
+            let (run, new_step) = stall::next_blocked_step(record.blocked.as_ref(), why, now, cfg);
+            // The condition's message is refreshed once per step, not per attempt: each refusal
+            // quotes another generated pod name, and a status write per attempt is what the
+            // signal must not cost.
+            let already = conditions::find_true(conditions, stall::POD_CREATION_BLOCKED)
+                .is_some_and(|c| conditions::reason(c) == why.as_str());
+            if new_step || !already {
+                changed |= conditions::ensure_status(
+                    conditions,
+                    stall::POD_CREATION_BLOCKED,
+                    TRUE,
+                    why.as_str(),
+                    &r.message,
+                    now,
+                );
+            }
+            if new_step {
+                events.push(stall::blocked_event(
+                    why,
+                    run.step,
+                    stall::step_delay(run.step, cfg),
+                    &r.message,
+                ));
+            }
+            record.blocked = Some(run);
+        } else if created_some {
+            record.blocked = None;
+            if conditions::find_true(conditions, stall::POD_CREATION_BLOCKED).is_some() {
+                changed |= conditions::ensure_status(
+                    conditions,
+                    stall::POD_CREATION_BLOCKED,
+                    conditions::FALSE,
+                    stall::REASON_PODS_CREATED,
+                    stall::MSG_PODS_CREATED,
+                    now,
+                );
+            }
+        }
+        if let Some((until, pods)) = s.backoff_until {
+            if let Some(e) = stall::backoff_announcement(record.announced_backoff_until, until, pods) {
+                events.push(e);
+            }
+            record.announced_backoff_until = Some(until);
+        }
+        let (nodes, pods) = &s.lost_nodes;
+        if *nodes != record.announced_lost_nodes {
+            if !nodes.is_empty() {
+                events.push(stall::lost_node_event(nodes, *pods));
+            }
+            record.announced_lost_nodes = nodes.clone();
+        }
+        changed
     }
 }
 
 #[cfg(test)]
 #[path = "sync_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "stall_sync_tests.rs"]
+mod stall_tests;

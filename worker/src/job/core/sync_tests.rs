@@ -2054,6 +2054,7 @@ fn ten_thousand_pod_indexed_job() {
         expectations_satisfied: true,
         expected_removed_finalizers: &input_rm,
         backoff: None,
+        stall: None,
         config: &cfg,
     };
     let JobPlan::Sync(plan) = sync_job(&input) else { panic!("skipped") };
@@ -2234,6 +2235,7 @@ fn jobs_converge_through_repeated_syncs() {
                 expectations_satisfied: true,
                 expected_removed_finalizers: &rm,
                 backoff: backoff.as_ref(),
+                stall: None,
                 config: &cfg,
             };
             let plan = match sync_job(&input) {

@@ -514,6 +514,7 @@ pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
         expectations_satisfied: o.expectations_satisfied,
         expected_removed_finalizers: &o.expected_rm,
         backoff: o.backoff.as_ref(),
+        stall: None,
         config: &o.config,
     };
     let mut run = Run::default();

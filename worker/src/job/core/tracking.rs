@@ -306,6 +306,7 @@ pub(super) fn track(t: TrackInput<'_>) -> StatusPlan {
         interim_status,
         metrics_after_interim,
         remove_finalizers,
+        stall_record: Default::default(),
         state: TrackState {
             job,
             status: st,
