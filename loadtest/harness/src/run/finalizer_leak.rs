@@ -45,10 +45,17 @@ pub struct Spec {
     pub parallelism: u32,
     /// Each pod's run time (`sim.batchfleet.io/run`).
     pub pod_run: String,
-    /// Every this-many-th Job is deleted with `propagationPolicy: Orphan` …
+    /// Every this-many-th Job runs its pods this long (`forever`: until deleted) …
+    pub orphan_pod_run: String,
+    /// … and is deleted with `propagationPolicy: Orphan` …
     pub orphan_every: usize,
     /// … this long after the start.
     pub orphan_at: String,
+    /// Every this-many-th other Job, if finished by `stray_at`, gets one more pod that it
+    /// controls and that holds the finalizer, as the Job controller once left behind
+    /// (k/k#109429): no Job controller removes it, only the sweeper.
+    pub stray_every: usize,
+    pub stray_at: String,
     pub reject: Reject,
     pub fleet: FleetSpec,
     /// How long after the rejections end the run waits for the last finalizer to go.
@@ -114,6 +121,7 @@ pub fn load(name_or_path: &str) -> Result<Spec, String> {
     for (field, value) in [
         ("pod_run", &spec.pod_run),
         ("orphan_at", &spec.orphan_at),
+        ("stray_at", &spec.stray_at),
         ("reject.from", &spec.reject.from),
         ("reject.for", &spec.reject.for_),
         ("settle", &spec.settle),
@@ -145,14 +153,14 @@ fn namespace_name(i: usize) -> String {
     format!("leak-{i:02}")
 }
 
-fn job(spec: &Spec, name: &str) -> anyhow::Result<Job> {
+fn job(spec: &Spec, name: &str, run: &str) -> anyhow::Result<Job> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "labels": {LABEL.0: LABEL.1}},
         "spec": {
             "completions": spec.completions, "parallelism": spec.parallelism,
             "template": {
-                "metadata": {"annotations": {"sim.batchfleet.io/run": spec.pod_run}},
+                "metadata": {"annotations": {"sim.batchfleet.io/run": run}},
                 "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}
             }
         }
@@ -198,6 +206,8 @@ pub struct FinalizerLeakReport {
     pub parameters: Spec,
     pub jobs_created: usize,
     pub jobs_orphaned: usize,
+    /// Extra pods made for finished Jobs (k/k#109429).
+    pub strays_made: usize,
     pub pods_seen: usize,
     /// Pods that held the finalizer when the run last looked (0 on a pass).
     pub pods_holding_at_end: usize,
@@ -292,12 +302,25 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         .map(|(_, j)| j.clone())
         .collect();
 
+    let strays: Vec<(String, String)> = all_jobs
+        .iter()
+        .filter(|j| !orphaned.contains(*j))
+        .enumerate()
+        .filter(|(i, _)| i % spec.stray_every == 0)
+        .map(|(_, j)| j.clone())
+        .collect();
+
     let start = Instant::now();
     println!("creating {} Jobs in {} namespaces", all_jobs.len(), namespaces.len());
     let created: Vec<anyhow::Result<()>> = futures::stream::iter(all_jobs.iter().cloned())
         .map(|(ns, name)| {
             let client = client.clone();
-            let job = job(&spec, &name);
+            let run = if orphaned.contains(&(ns.clone(), name.clone())) {
+                &spec.orphan_pod_run
+            } else {
+                &spec.pod_run
+            };
+            let job = job(&spec, &name, run);
             async move {
                 Api::<Job>::namespaced(client, &ns)
                     .create(&PostParams::default(), &job?)
@@ -314,6 +337,8 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     let reject_from = span(&spec.reject.from);
     let reject_until = reject_from + span(&spec.reject.for_);
     let orphan_at = span(&spec.orphan_at);
+    let stray_at = span(&spec.stray_at);
+    let mut strays_made: Option<usize> = None;
     let deadline = reject_until + span(&spec.settle);
     let (mut rejecting, mut rejected_done, mut orphans_deleted) = (false, false, false);
     let mut samples = Vec::new();
@@ -353,6 +378,11 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
             }
             orphans_deleted = true;
         }
+        if strays_made.is_none() && now >= stray_at {
+            let made = make_strays(&client, &strays).await?;
+            println!("{:>5.1}s: {made} stray pods made for finished Jobs", now.as_secs_f64());
+            strays_made = Some(made);
+        }
         if rejecting && now >= reject_until {
             println!("{:>5.1}s: patches of pods accepted again", now.as_secs_f64());
             sim.faults().configure(FaultConfig::default());
@@ -360,7 +390,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
             rejected_done = true;
         }
         samples.push(scrape(&metrics, now.as_secs_f64()).await);
-        if rejected_done && orphans_deleted {
+        if rejected_done && orphans_deleted && strays_made.is_some() {
             (pods_seen, holding) = pods_holding(&client, &namespaces).await?;
             let unfinished = unfinished_jobs(&client, &namespaces).await?;
             if holding.is_empty() && unfinished == 0 {
@@ -414,7 +444,9 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         holding.iter().map(|p| format!("{p}: still holds the finalizer")).collect(),
     )];
     audits.push(audit_retried(&patches, spec.reject.code));
-    audits.push(audit_events(&events, &spec, &patches));
+    let strays_made = strays_made.unwrap_or(0);
+    let stray_in_window = stray_at >= reject_from && stray_at < reject_until && strays_made > 0;
+    audits.push(audit_events(&events, &spec, &patches, stray_in_window));
     audits.push(Outcome {
         name: "backlog-shown".into(),
         target: "the workers' held-pods gauge above 0 while patches were rejected, and 0 once every finalizer went".into(),
@@ -455,6 +487,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         passed,
         jobs_created: all_jobs.len(),
         jobs_orphaned: orphaned.len(),
+        strays_made,
         pods_seen,
         pods_holding_at_end: holding.len(),
         peak_held_pods: peak_held,
@@ -485,6 +518,36 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         );
     }
     Ok((report.passed, path))
+}
+
+/// One more pod for each of `jobs` that has finished: controlled by it, holding the tracking
+/// finalizer, as the Job controller left them in k/k#109429. Answers how many were made.
+async fn make_strays(client: &kube::Client, jobs: &[(String, String)]) -> anyhow::Result<usize> {
+    let mut made = 0;
+    for (ns, name) in jobs {
+        let Some(job) = Api::<Job>::namespaced(client.clone(), ns).get_opt(name).await? else { continue };
+        if !batchfleet_worker::job::core::is_job_finished(&job) {
+            continue;
+        }
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("{name}-stray"),
+                "labels": {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name},
+                "annotations": {"sim.batchfleet.io/run": "1s"},
+                "finalizers": [JOB_TRACKING_FINALIZER],
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid,
+                    "controller": true, "blockOwnerDeletion": true}]
+            },
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}
+        }))?;
+        Api::<Pod>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &pod)
+            .await
+            .with_context(|| format!("creating a stray pod of {ns}/{name}"))?;
+        made += 1;
+    }
+    Ok(made)
 }
 
 async fn unfinished_jobs(client: &kube::Client, namespaces: &[String]) -> anyhow::Result<usize> {
@@ -545,7 +608,12 @@ fn audit_retried(patches: &BTreeMap<String, Vec<u16>>, code: u16) -> Outcome {
 
 /// The refusals told by Warning Events that quote the webhook, on pods (and Jobs), once per
 /// object for a window shorter than the repeat, however many attempts were refused.
-fn audit_events(events: &[Event], spec: &Spec, patches: &BTreeMap<String, Vec<u16>>) -> Outcome {
+fn audit_events(
+    events: &[Event],
+    spec: &Spec,
+    patches: &BTreeMap<String, Vec<u16>>,
+    jobs_expected: bool,
+) -> Outcome {
     let mut per_object: BTreeMap<String, i32> = BTreeMap::new();
     let mut violations = Vec::new();
     for e in events {
@@ -575,6 +643,9 @@ fn audit_events(events: &[Event], spec: &Spec, patches: &BTreeMap<String, Vec<u1
         }
     }
     let refused_pods = patches.values().filter(|codes| codes.contains(&spec.reject.code)).count();
+    if jobs_expected && !per_object.keys().any(|k| k.starts_with("Job/")) {
+        violations.push("stray pods of finished Jobs were refused, and no Event on their Jobs".to_string());
+    }
     if refused_pods > 0 && per_object.is_empty() {
         violations.push(format!("{refused_pods} pods refused, no {REJECTED_REASON} Event"));
     }
