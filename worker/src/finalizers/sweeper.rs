@@ -191,6 +191,9 @@ impl FinalizerSweeper {
             }
         }
         self.told.lock().retain(|_, (_, at)| at.elapsed() < pacing::EVENT_REPEAT);
+        // The backlog as found, before the patches (a pass under refusals takes a while), and
+        // again as left after them.
+        self.publish_backlog();
         for (namespace, candidates) in by_namespace {
             // Holds the shard in flight, so a REVOKE waits for these patches.
             let Some((epoch, _in_flight)) = self.shards.begin(&namespace) else { continue };
