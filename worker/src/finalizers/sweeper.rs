@@ -22,7 +22,7 @@ use crate::clock::Clock;
 use crate::events::{EventSink, EventType, PendingEvent};
 use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, Store, controlling_job_uid};
 use crate::job::core::{is_job_finished, remove_tracking_finalizer_patch};
-use crate::runtime::shard::{Epoch, ShardTable};
+use crate::runtime::shard::{Epoch, ShardPhase, ShardTable};
 use crate::runtime::write::{Fence, WriteError};
 
 /// The reason of the Warning Events about a refused removal.
@@ -153,7 +153,10 @@ impl FinalizerSweeper {
         let mut soonest: Option<Duration> = None;
         let mut by_namespace: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
         for shard in self.shards.held() {
-            if !(self.jobs.has_synced(shard) && self.pods.has_synced(shard)) {
+            // Only shards acted on here: a Preparing one is still its old owner's to sweep, and
+            // its pods would be counted twice in the fleet's backlog.
+            let active = self.shards.status(shard).is_some_and(|s| s.phase == ShardPhase::Active);
+            if !(active && self.jobs.has_synced(shard) && self.pods.has_synced(shard)) {
                 continue;
             }
             for pod in self.pods.in_shard(shard) {
