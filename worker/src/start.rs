@@ -16,6 +16,7 @@ use crate::client::{self, ClientLimits};
 use crate::clock::{Clock, SystemClock};
 use crate::cronjob::controller::CronJobController;
 use crate::events::EventSink;
+use crate::finalizers::{FinalizerSweeper, SweepMetrics, SweepOptions};
 use crate::informer::Informers;
 use crate::job::controller::{JobController, JobQueues};
 use crate::job::core::Config as JobConfig;
@@ -58,6 +59,8 @@ pub struct WorkerOptions {
     pub api_fairness: bool,
     /// Controllers given an API budget of their own, apart from the shared `client_limits`.
     pub controller_budgets: ControllerBudgets,
+    /// The finalizer safety net beside the Job controller (docs/beyond-upstream.md).
+    pub finalizer_sweep: SweepOptions,
 }
 
 /// Per-controller API budgets (queries per second; the burst scales with it as
@@ -165,6 +168,7 @@ impl Default for WorkerOptions {
             stall_timeout: crate::health::DEFAULT_STALL_TIMEOUT,
             api_fairness: true,
             controller_budgets: ControllerBudgets::default(),
+            finalizer_sweep: SweepOptions::default(),
         }
     }
 }
@@ -312,6 +316,9 @@ pub async fn start_on_shards_with(
     shards.register_metrics(&registry)?;
     let health = crate::health::Health::new(shards.clone(), opts.stall_timeout, &registry)?;
     let job_metrics = JobMetrics::register(&registry)?;
+    let sweep_metrics = (opts.controllers.job && opts.finalizer_sweep.enabled)
+        .then(|| SweepMetrics::register(&registry))
+        .transpose()?;
     let api_backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(60) };
     let queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job")?);
     let orphans = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "job_orphan_pod")?);
@@ -386,6 +393,30 @@ pub async fn start_on_shards_with(
             move || q.progress()
         });
         tasks.spawn(jobs.run(opts.concurrent_job_syncs));
+        // The safety net under the Job controller: off with it (kube-controller-manager's
+        // Job controller then owns the finalizer), or by its own flag.
+        if let Some(sweep_metrics) = sweep_metrics {
+            let (sweep_events, record_sweep_events) = EventSink::new(
+                client.clone(),
+                crate::finalizers::sweeper::EVENT_COMPONENT,
+                shards.clone(),
+                opts.clock.clone(),
+            );
+            let sweeper = FinalizerSweeper::new(
+                client.clone(),
+                &informers,
+                shards.clone(),
+                sweep_events,
+                sweep_metrics,
+                opts.finalizer_sweep,
+                opts.job_managed_by.clone(),
+                opts.clock.clone(),
+            );
+            informers.jobs.add_handler(sweeper.clone());
+            informers.pods.add_handler(sweeper.clone());
+            tasks.spawn(record_sweep_events);
+            tasks.spawn(sweeper.run());
+        }
     }
     if opts.controllers.cronjob {
         tasks.spawn(record_cron_events);

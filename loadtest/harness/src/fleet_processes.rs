@@ -289,6 +289,11 @@ impl FleetProcesses {
             .with_context(|| format!("starting fleet-worker {id}"))
     }
 
+    /// Every worker's `/metrics` address, as its latest process serves it, by worker id.
+    pub fn worker_metrics(&self) -> std::collections::BTreeMap<String, SocketAddr> {
+        self.health_addrs.lock().clone()
+    }
+
     /// Waits until worker `id`'s latest process answers `/readyz` with 200 — what a
     /// StatefulSet's readiness probe would gate a rolling update on — failing when it exits or
     /// `timeout` passes. Answers how long it took.

@@ -525,12 +525,16 @@ pub struct ApiFaultRule {
     pub resource: String,
     #[serde(default)]
     pub latency: Option<Span>,
-    /// Status code → probability in [0, 1]; 409, 429, 500, 503 and 504 are honoured.
+    /// Status code → probability in [0, 1]; 400, 403, 409, 422, 429, 500, 503 and 504 are
+    /// honoured.
     #[serde(default)]
     pub error_rates: std::collections::BTreeMap<u16, f64>,
     /// Retry-After seconds sent with 429 and 503.
     #[serde(default)]
     pub retry_after_seconds: u64,
+    /// The injected errors' message, e.g. an admission webhook's denial.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 impl ApiFaults {
@@ -552,6 +556,7 @@ impl ApiFaults {
                         .map(|(code, rate)| ErrorRate { code: *code, rate: *rate })
                         .collect(),
                     retry_after_seconds: r.retry_after_seconds,
+                    message: r.message.clone(),
                 })
                 .collect(),
             watch: WatchFaults {

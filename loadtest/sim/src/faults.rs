@@ -17,10 +17,15 @@ pub struct FaultRule {
     /// Plural resource name (`pods`), optionally with its subresource (`jobs/status`).
     pub resource: String,
     pub latency_ms: u64,
-    /// Probability in [0, 1] of each status code: 409, 429, 500, 503 and 504 are honoured.
+    /// Probability in [0, 1] of each status code: 400, 403, 409, 422, 429, 500, 503 and 504
+    /// are honoured.
     pub error_rates: Vec<ErrorRate>,
     /// Retry-After seconds sent with injected 429 and 503.
     pub retry_after_seconds: u64,
+    /// The message of an injected error, in place of the default; e.g. an admission webhook's
+    /// denial, as kube-apiserver words it: `admission webhook "x" denied the request: …`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,7 +58,16 @@ pub struct FaultConfig {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Injection {
     pub latency: Duration,
-    pub error: Option<(u16, u64)>,
+    pub error: Option<InjectedError>,
+}
+
+/// The error an injection answers with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InjectedError {
+    pub code: u16,
+    pub retry_after_seconds: u64,
+    /// The rule's message, if it has one.
+    pub message: Option<String>,
 }
 
 pub struct Faults {
@@ -100,7 +114,11 @@ impl Faults {
             if out.error.is_none() {
                 for rate in &rule.error_rates {
                     if rng.random::<f64>() < rate.rate {
-                        out.error = Some((rate.code, rule.retry_after_seconds));
+                        out.error = Some(InjectedError {
+                            code: rate.code,
+                            retry_after_seconds: rule.retry_after_seconds,
+                            message: rule.message.clone(),
+                        });
                         break;
                     }
                 }
@@ -123,6 +141,7 @@ mod tests {
                 latency_ms: 5,
                 error_rates: vec![ErrorRate { code: 429, rate: 0.3 }],
                 retry_after_seconds: 1,
+                message: None,
             }],
             watch: WatchFaults::default(),
         }
@@ -142,5 +161,24 @@ mod tests {
         f.configure(config(7));
         assert_eq!(f.inject("get", "pods"), Injection::default());
         assert_eq!(f.inject("create", "pods/status").latency, Duration::from_millis(5));
+    }
+
+    #[test]
+    fn a_rule_carries_its_message_to_the_injected_error() {
+        let f = Faults::default();
+        let denied = "admission webhook \"deny.example.com\" denied the request: no";
+        f.configure(FaultConfig {
+            rules: vec![FaultRule {
+                verb: "patch".into(),
+                resource: "pods".into(),
+                error_rates: vec![ErrorRate { code: 400, rate: 1.0 }],
+                message: Some(denied.into()),
+                ..FaultRule::default()
+            }],
+            ..FaultConfig::default()
+        });
+        let error = f.inject("patch", "pods").error.expect("rate 1 always injects");
+        assert_eq!((error.code, error.message.as_deref()), (400, Some(denied)));
+        assert_eq!(f.inject("patch", "jobs").error, None);
     }
 }

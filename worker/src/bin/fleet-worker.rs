@@ -120,6 +120,23 @@ struct Args {
     /// reconcile loop's queue and none of its syncs finished meanwhile.
     #[arg(long, env = "FLEET_STALL_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
     stall_timeout: std::time::Duration,
+    /// Remove batch.kubernetes.io/job-tracking from pods whose Job is gone, or finished and
+    /// counted them, when nothing else would (docs/beyond-upstream.md). Off with the job
+    /// controller too.
+    #[arg(long, env = "FLEET_FINALIZER_SWEEP", default_value_t = true, action = clap::ArgAction::Set)]
+    finalizer_sweep: bool,
+    /// The finalizer sweep looks over the worker's shards at least this often (and sooner when
+    /// pods or Jobs change).
+    #[arg(long, env = "FLEET_FINALIZER_SWEEP_PERIOD", default_value = "30s", value_parser = humantime::parse_duration)]
+    finalizer_sweep_period: std::time::Duration,
+    /// The finalizer sweep's own API budget in requests per second (burst twice that), taken
+    /// inside --kube-api-qps.
+    #[arg(long, env = "FLEET_FINALIZER_SWEEP_QPS", default_value_t = 5.0)]
+    finalizer_sweep_qps: f64,
+    /// How long the Job controller has to remove a finalizer itself before the sweep does: a
+    /// pod's age, a Job's deletion or its finish must be this old.
+    #[arg(long, env = "FLEET_FINALIZER_SWEEP_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]
+    finalizer_sweep_grace: std::time::Duration,
     /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
     /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
     /// CronJob's minute passes in six seconds. Processes given the same value read the same
@@ -182,6 +199,14 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if !(args.finalizer_sweep_qps.is_finite() && args.finalizer_sweep_qps > 0.0)
+        || args.finalizer_sweep_period.is_zero()
+    {
+        eprintln!(
+            "fleet-worker: --finalizer-sweep-qps must be above 0 and --finalizer-sweep-period above 0s"
+        );
+        return ExitCode::from(2);
+    }
     let transport = if args.standalone {
         ClientTransport::Insecure
     } else {
@@ -227,6 +252,12 @@ fn main() -> ExitCode {
             job: args.kube_api_qps_job,
             cronjob: args.kube_api_qps_cronjob,
             ttl: args.kube_api_qps_ttl,
+        },
+        finalizer_sweep: batchfleet_worker::finalizers::SweepOptions {
+            enabled: args.finalizer_sweep,
+            period: args.finalizer_sweep_period,
+            qps: args.finalizer_sweep_qps,
+            grace: args.finalizer_sweep_grace,
         },
         ..WorkerOptions::default()
     };

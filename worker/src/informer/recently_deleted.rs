@@ -1,6 +1,6 @@
 //! The guard against ghosts: uids whose deletion a watch reported lately.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How long [`RecentlyDeleted`] remembers a deletion: far longer than any request takes.
@@ -18,7 +18,7 @@ pub struct RecentlyDeleted {
 #[derive(Default)]
 struct Deletions {
     order: VecDeque<(Instant, String)>,
-    uids: HashSet<String>,
+    uids: HashMap<String, Instant>,
 }
 
 impl RecentlyDeleted {
@@ -31,13 +31,21 @@ impl RecentlyDeleted {
                 uids.remove(&old);
             }
         }
-        if uids.insert(uid.to_string()) {
-            order.push_back((Instant::now(), uid.to_string()));
+        let now = Instant::now();
+        if uids.insert(uid.to_string(), now).is_none() {
+            order.push_back((now, uid.to_string()));
         }
     }
 
     pub fn contains(&self, uid: Option<&str>) -> bool {
-        uid.is_some_and(|uid| self.inner.lock().uids.contains(uid))
+        uid.is_some_and(|uid| self.inner.lock().uids.contains_key(uid))
+    }
+
+    /// How long ago the watch reported `uid` deleted, if it did lately.
+    pub fn deleted_ago(&self, uid: &str) -> Option<Duration> {
+        let at = *self.inner.lock().uids.get(uid)?;
+        let ago = at.elapsed();
+        (ago <= RECENTLY_DELETED_WINDOW).then_some(ago)
     }
 }
 
@@ -53,5 +61,7 @@ mod tests {
         assert!(deleted.contains(Some("u1")));
         assert!(!deleted.contains(Some("u2")));
         assert!(!deleted.contains(None));
+        assert!(deleted.deleted_ago("u1").is_some_and(|d| d < RECENTLY_DELETED_WINDOW));
+        assert_eq!(deleted.deleted_ago("u2"), None);
     }
 }

@@ -167,6 +167,12 @@ impl<K: Cached> Store<K> {
             .collect()
     }
 
+    /// How long ago a watch reported the object of `uid` deleted, if it did lately (stores of
+    /// [`Writes::Taken`] only: the others remember no deletion).
+    pub fn deleted_ago(&self, uid: &str) -> Option<std::time::Duration> {
+        self.deleted.as_ref()?.deleted_ago(uid)
+    }
+
     /// Objects held, all shards.
     pub fn len(&self) -> usize {
         self.contents.read().namespaces.values().map(BTreeMap::len).sum()

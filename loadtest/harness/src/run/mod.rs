@@ -5,6 +5,7 @@
 
 mod expect;
 pub(crate) mod faults;
+pub mod finalizer_leak;
 pub mod fleet_scale;
 mod leader_metrics;
 mod lease_lapses;

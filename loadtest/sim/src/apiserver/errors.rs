@@ -143,6 +143,25 @@ impl ApiError {
         e
     }
 
+    /// An injected error with a message of the fault rule's: the reason apimachinery gives
+    /// the code (a webhook's denial carries its code, 400 unless it says otherwise).
+    pub fn injected(code: u16, message: String, retry_after: Option<u64>) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            403 => "Forbidden",
+            404 => "NotFound",
+            409 => "Conflict",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "InternalError",
+        };
+        let mut e = Self::new(code, reason, message);
+        e.retry_after = retry_after;
+        e
+    }
+
     /// `NewBadRequest`: no details.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -210,7 +210,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 tokio::time::sleep(injection.latency).await;
             }
             match injection.error {
-                Some((code, retry_after)) => Err(injected_error(&shared, &path, code, retry_after)),
+                Some(error) => Err(injected_error(&shared, &path, error)),
                 None => resource::handle(&shared, &parts.method, &path, &q, &parts.headers, body).await,
             }
         }
@@ -255,9 +255,24 @@ fn protobuf_for(
     }
 }
 
-fn injected_error(shared: &Shared, path: &route::ResourcePath, code: u16, retry_after: u64) -> ApiError {
+fn injected_error(
+    shared: &Shared,
+    path: &route::ResourcePath,
+    injected: crate::faults::InjectedError,
+) -> ApiError {
+    let crate::faults::InjectedError { code, retry_after_seconds: retry_after, message } = injected;
+    if let Some(message) = message {
+        // As the rule words it: an admission webhook's denial, a policy's refusal.
+        return ApiError::injected(code, message, (code == 429 || code == 503).then_some(retry_after.max(1)));
+    }
     let name = path.name.clone().unwrap_or_default();
     match code {
+        400 => ApiError::bad_request("injected: bad request"),
+        403 | 422 => match shared.api.resolve(&path.group, &path.version, &path.plural) {
+            Some(t) if code == 403 => ApiError::forbidden(&t.rt, &name, "injected"),
+            Some(t) => ApiError::invalid(&t.rt, &name, &[]),
+            None => ApiError::bad_request("injected: bad request"),
+        },
         409 => match shared.api.resolve(&path.group, &path.version, &path.plural) {
             Some(t) => ApiError::stale(&t.rt, &name),
             None => ApiError::internal("injected conflict"),
