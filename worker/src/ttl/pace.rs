@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn whole_number_rates_fill_each_second_with_exactly_the_rate() {
-        let at = schedule(10.0, 3, t(-1.0), &vec![t(0.0); 40]).expect("on");
+        let at = schedule(10.0, 3, t(-1.0), &[t(0.0); 40]).expect("on");
         let counts: Vec<usize> = per_second(&at).into_values().collect();
         assert_eq!(counts, vec![10, 10, 10, 10]);
     }
@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn each_deletion_goes_in_the_first_half_of_its_own_slot() {
         let rate = 4.0;
-        let at = schedule(rate, 11, t(0.0), &vec![t(0.0); 8]).expect("on");
+        let at = schedule(rate, 11, t(0.0), &[t(0.0); 8]).expect("on");
         let mut sorted = at;
         sorted.sort();
         for (n, a) in sorted.iter().enumerate() {
