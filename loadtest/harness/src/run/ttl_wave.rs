@@ -101,8 +101,24 @@ pub fn load(name_or_path: &str) -> Result<Spec, String> {
     Ok(spec)
 }
 
-fn namespace_name(i: usize) -> String {
-    format!("ttl-{i:02}")
+/// `ttl-<i>` names spread evenly over the shards (names differing only in their last characters
+/// share a shard), as the Job workloads' namespaces are.
+fn namespace_names(count: usize, shards: u32) -> Vec<String> {
+    let share = count.div_ceil(shards.max(1) as usize);
+    let mut per_shard: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut names = Vec::with_capacity(count);
+    for i in 0.. {
+        if names.len() == count {
+            break;
+        }
+        let name = format!("ttl-{i}");
+        let taken = per_shard.entry(batchfleet_audits::agents::shard_of(&name, shards)).or_default();
+        if *taken < share || i >= 1_000_000 {
+            *taken += 1;
+            names.push(name);
+        }
+    }
+    names
 }
 
 #[derive(Debug, Serialize)]
@@ -211,7 +227,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     let kubeconfig = out.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)?;
     let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
-    let namespaces: Vec<String> = (0..spec.namespaces).map(namespace_name).collect();
+    let namespaces = namespace_names(spec.namespaces, spec.fleet.shards);
     let ns_api: Api<Namespace> = Api::all(client.clone());
     for ns in &namespaces {
         let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
@@ -259,12 +275,17 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         + spread
         + settle;
     loop {
-        let events = batchfleet_sim::audit::read_log(&audit_path).unwrap_or_default();
-        let done = worker_deletes(&events).iter().filter(|d| d.succeeded).count();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Off the runtime's threads: the sim answers the fleet on them.
+        let path = audit_path.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let events = batchfleet_sim::audit::read_log(&path).unwrap_or_default();
+            worker_deletes(&events).iter().filter(|d| d.succeeded).count()
+        })
+        .await?;
         if done >= spec.jobs + spec.bare_pods || std::time::Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(2)).await;
     }
     watch.abort();
     let bad_events: Vec<Event> = Api::<Event>::all(client.clone())
@@ -549,6 +570,14 @@ mod tests {
         ];
         assert_eq!(peaks(&d), (2, 3));
         assert_eq!(peaks(&[]), (0, 0));
+    }
+
+    #[test]
+    fn namespaces_are_spread_over_the_shards() {
+        let names = namespace_names(32, 32);
+        let shards: std::collections::BTreeSet<u32> =
+            names.iter().map(|n| batchfleet_audits::agents::shard_of(n, 32)).collect();
+        assert_eq!((names.len(), shards.len()), (32, 32));
     }
 
     #[test]
