@@ -8,10 +8,11 @@
 //! stored without spare capacity.
 //!
 //! A pod keeps only what the Job controller reads of it (`job/core`: `view.rs`, `ordering.rs`,
-//! `backoff.rs`, `failure_policy.rs`, `indexed.rs`, `orphan.rs`; the CronJob and TTL controllers
-//! read no Job's pods), which is what upstream's Job controller reads too — except labels, which
-//! upstream matches the Job's selector against and this worker, finding a Job's pods by their
-//! controller reference, does not:
+//! `backoff.rs`, `failure_policy.rs`, `indexed.rs`, `orphan.rs`; the CronJob controller reads no
+//! pods), which is what upstream's Job controller reads too — except labels, which upstream
+//! matches the Job's selector against and this worker, finding a Job's pods by their controller
+//! reference, does not — and, on bare pods only, the one annotation the TTL of bare pods adds
+//! (`ttl/pod_core.rs`; a Job's pods, the many, keep nothing for it):
 //!
 //! | kept | read for |
 //! |---|---|
