@@ -27,6 +27,8 @@ use crate::runtime::watch::{self, ShardFiltering};
 use crate::runtime::workqueue::{Backoff, QueueMetrics, WorkQueue};
 use crate::shards::ShardSpace;
 use crate::ttl::controller::TtlController;
+use crate::ttl::pod_controller::{self, PodTtlController, PodTtlParts};
+use crate::ttl::smoothing::Smoothing;
 
 /// What a worker needs to start.
 #[derive(Debug, Clone)]
@@ -36,6 +38,9 @@ pub struct WorkerOptions {
     pub concurrent_job_syncs: usize,
     pub concurrent_cron_job_syncs: usize,
     pub concurrent_ttl_syncs: usize,
+    /// TTL smoothing: the most TTL deletions (Jobs and bare pods) per second this worker sends,
+    /// spread with jitter; 0: none, as upstream (`ttl/pace.rs`).
+    pub ttl_max_deletions_per_second: f64,
     /// The `spec.managedBy` value whose Jobs this worker reconciles.
     pub job_managed_by: String,
     /// The Job controller's stall signals (docs/beyond-upstream.md); on by default.
@@ -157,6 +162,7 @@ impl Default for WorkerOptions {
             concurrent_job_syncs: 5,
             concurrent_cron_job_syncs: 5,
             concurrent_ttl_syncs: 5,
+            ttl_max_deletions_per_second: 0.0,
             job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
             job_stall_signals: true,
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
@@ -364,6 +370,8 @@ pub async fn start_on_shards_with(
     )?;
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
     let ttl_queue_watch = ttl_queue.clone();
+    // One pace for both TTL controllers; its jitter seeded apart on each worker.
+    let smoothing = Smoothing::new(opts.ttl_max_deletions_per_second, rand::random()).map(Arc::new);
     let ttl = TtlController::new(
         client_of("ttl"),
         informers.jobs.clone(),
@@ -371,6 +379,23 @@ pub async fn start_on_shards_with(
         ttl_queue,
         shards.clone(),
         opts.clock.clone(),
+        smoothing.clone(),
+    )?;
+    let pod_ttl_queue =
+        WorkQueue::new(api_backoff, QueueMetrics::register(&registry, pod_controller::QUEUE)?);
+    let (ttl_events, record_ttl_events) =
+        EventSink::new(client.clone(), "ttl-after-finished-controller", shards.clone(), opts.clock.clone());
+    let pod_ttl = PodTtlController::new(
+        client.clone(),
+        informers.pods.clone(),
+        &registry,
+        PodTtlParts {
+            queue: pod_ttl_queue.clone(),
+            events: ttl_events,
+            shards: shards.clone(),
+            clock: opts.clock.clone(),
+            smoothing,
+        },
     )?;
     let (metrics_addr, serve) = crate::serve_metrics::bind(opts.metrics_addr, registry, health.clone())
         .await
@@ -435,6 +460,10 @@ pub async fn start_on_shards_with(
             move || q.progress()
         });
         tasks.spawn(ttl.run(opts.concurrent_ttl_syncs));
+        tasks.spawn(record_ttl_events);
+        informers.pods.add_handler(pod_ttl.clone());
+        health.watch_queue(pod_controller::QUEUE, move || pod_ttl_queue.progress());
+        tasks.spawn(pod_ttl.run(opts.concurrent_ttl_syncs));
     }
     let runtime = Arc::new(ShardRuntime::start(informers_client, shards, filtering, informers));
     tracing::info!(

@@ -183,6 +183,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if run::finalizer_leak::is_finalizer_leak(&args.scenario) {
         return run_finalizer_leak(args, log_format);
     }
+    if run::ttl_wave::is_ttl_wave(&args.scenario) {
+        return run_ttl_wave(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -276,6 +279,36 @@ fn run_finalizer_leak(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         return ExitCode::FAILURE;
     }
     until_stopped(run::finalizer_leak::run(run::finalizer_leak::KIND, spec, &out), &out)
+}
+
+/// pods (`run/ttl_wave.rs`); exit codes as for any run.
+fn run_ttl_wave(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sim and fleet; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::ttl_wave::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::ttl_wave::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::ttl_wave::run(run::ttl_wave::KIND, spec, &out), &out)
 }
 
 /// `loadtest run podgc-policy` (or a file of its kind): its own sim, pods and coordinator

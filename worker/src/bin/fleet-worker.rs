@@ -68,6 +68,11 @@ struct Args {
     /// Finished Jobs checked for their TTL concurrently, as --concurrent-ttl-after-finished-syncs.
     #[arg(long, env = "FLEET_CONCURRENT_TTL_AFTER_FINISHED_SYNCS", default_value_t = 5)]
     concurrent_ttl_after_finished_syncs: usize,
+    /// TTL smoothing: at most this many TTL deletions (of Jobs, and of bare pods with
+    /// batchfleet.io/ttl-seconds-after-finished) per second from this worker, a mass expiry spread
+    /// over time with jitter (docs/beyond-upstream.md); 0: none, deleted as they expire, as upstream.
+    #[arg(long, env = "FLEET_TTL_MAX_DELETIONS_PER_SECOND", default_value_t = 0.0)]
+    ttl_max_deletions_per_second: f64,
     /// Reconcile only Jobs whose spec.managedBy is this value (Jobs without the field count as
     /// kubernetes.io/job-controller). Set e.g. batchfleet.io/job-controller to run beside
     /// kube-controller-manager and move namespaces over one by one.
@@ -193,9 +198,10 @@ fn main() -> ExitCode {
             .into_iter()
             .flatten()
             .any(|qps| qps.is_nan() || qps < 0.0)
+        || !(args.ttl_max_deletions_per_second.is_finite() && args.ttl_max_deletions_per_second >= 0.0)
     {
         eprintln!(
-            "fleet-worker: the --concurrent-* flags must be at least 1 and the --kube-api-qps* flags at least 0"
+            "fleet-worker: the --concurrent-* flags must be at least 1, and the --kube-api-qps* flags and --ttl-max-deletions-per-second at least 0"
         );
         return ExitCode::from(2);
     }
@@ -240,6 +246,7 @@ fn main() -> ExitCode {
         concurrent_job_syncs: args.concurrent_job_syncs,
         concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
         concurrent_ttl_syncs: args.concurrent_ttl_after_finished_syncs,
+        ttl_max_deletions_per_second: args.ttl_max_deletions_per_second,
         job_managed_by: args.job_managed_by,
         job_stall_signals: args.job_stall_signals,
         metrics_addr: args.metrics_addr,

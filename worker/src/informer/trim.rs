@@ -8,10 +8,11 @@
 //! stored without spare capacity.
 //!
 //! A pod keeps only what the Job controller reads of it (`job/core`: `view.rs`, `ordering.rs`,
-//! `backoff.rs`, `failure_policy.rs`, `indexed.rs`, `orphan.rs`; the CronJob and TTL controllers
-//! read no pods), which is what upstream's Job controller reads too — except labels, which
-//! upstream matches the Job's selector against and this worker, finding a Job's pods by their
-//! controller reference, does not:
+//! `backoff.rs`, `failure_policy.rs`, `indexed.rs`, `orphan.rs`; the CronJob controller reads no
+//! pods), which is what upstream's Job controller reads too — except labels, which upstream
+//! matches the Job's selector against and this worker, finding a Job's pods by their controller
+//! reference, does not — and, on bare pods only, the one annotation the TTL of bare pods adds
+//! (`ttl/pod_core.rs`; a Job's pods, the many, keep nothing for it):
 //!
 //! | kept | read for |
 //! |---|---|
@@ -20,6 +21,7 @@
 //! | `metadata.finalizers` | the tracking finalizer |
 //! | `metadata.creationTimestamp`, `deletionTimestamp`, `deletionGracePeriodSeconds` | active-pod order, terminating pods, failure times |
 //! | `metadata.annotations` under `batch.kubernetes.io/` | completion index, index failure counts |
+//! | `metadata.annotations["batchfleet.io/ttl-seconds-after-finished"]`, on a pod with no controller owner only | the TTL of bare pods (`ttl/pod_core.rs`), which reads the rest of its finish time from what the Job controller keeps |
 //! | `spec.nodeName` | active-pod order (an assigned pod goes first) |
 //! | `status.phase`; each condition's `type`, `status`, `lastTransitionTime` | succeeded/failed/active, Ready and its time, podFailurePolicy `onPodConditions` |
 //! | container and init container statuses' `name`, `restartCount`, `state` (of a terminated state, `exitCode` and `finishedAt`) | podFailurePolicy `onExitCodes`, restart counts, failure times |
@@ -43,6 +45,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
+
+use crate::ttl;
 
 /// A kind the worker's stores hold, and what they keep of it.
 pub trait Cached:
@@ -85,9 +89,13 @@ const JOB_ANNOTATIONS: &str = "batch.kubernetes.io/";
 
 impl Cached for Pod {
     fn trimmed(self) -> Self {
+        // A Job's pods are the many; the bare pods' TTL is read of bare pods alone.
+        let keeps_ttl = ttl::pod_core::is_bare(&self);
         let Pod { metadata, spec, status } = self;
         let annotations = metadata.annotations.map(|mut a| {
-            a.retain(|k, _| k.starts_with(JOB_ANNOTATIONS));
+            a.retain(|k, _| {
+                k.starts_with(JOB_ANNOTATIONS) || (keeps_ttl && k == ttl::pod_core::TTL_ANNOTATION)
+            });
             a
         });
         let metadata = ObjectMeta {
@@ -228,6 +236,21 @@ mod tests {
         }))
         .expect("a pod");
         assert_eq!(kept, want);
+    }
+
+    /// The bare pods' TTL annotation is kept on bare pods, and dropped from a Job's.
+    #[test]
+    fn a_bare_pod_keeps_its_ttl_annotation_and_a_jobs_pod_does_not() {
+        let ttl = ttl::pod_core::TTL_ANNOTATION;
+        let mut pod = failed_pod();
+        pod.metadata.annotations.get_or_insert_default().insert(ttl.into(), "30".into());
+        let annotations = |p: &Pod| p.metadata.annotations.clone().unwrap_or_default();
+        assert!(!annotations(&pod.clone().trimmed()).contains_key(ttl), "a Job's pod");
+        pod.metadata.owner_references = None;
+        let kept = pod.trimmed();
+        assert_eq!(annotations(&kept).get(ttl).map(String::as_str), Some("30"), "a bare pod");
+        assert!(!annotations(&kept).contains_key("sim.batchfleet.io/run"));
+        assert_eq!(ttl::pod_core::ttl_annotation(&kept), Some("30"));
     }
 
     /// A pod of Job `j` (uid `ju`) at completion index `index`: `phase`, on a node, with its one

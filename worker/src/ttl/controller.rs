@@ -1,6 +1,7 @@
 //! The TTL-after-finished controller's shell: reads Jobs from the worker's store, queues the finished ones with a TTL,
 //! and deletes them once expired — after a fresh GET and a re-check — with Foreground
-//! propagation and a uid precondition, as upstream's `processJob` does.
+//! propagation and a uid precondition, as upstream's `processJob` does. With smoothing on
+//! (`--ttl-max-deletions-per-second`), an expired Job first waits for its slot ([`super::pace`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
 use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
+use super::smoothing::{Kind, Smoothing};
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::informer::{Handler, ObjectKey, Store};
@@ -25,6 +27,7 @@ pub struct TtlController {
     deletion_duration: Histogram,
     shards: ShardTable,
     clock: Arc<dyn Clock>,
+    smoothing: Option<Arc<Smoothing>>,
 }
 
 impl TtlController {
@@ -35,6 +38,7 @@ impl TtlController {
         queue: WorkQueue<ObjectKey>,
         shards: ShardTable,
         clock: Arc<dyn Clock>,
+        smoothing: Option<Arc<Smoothing>>,
     ) -> prometheus::Result<Arc<Self>> {
         let deletion_duration = Histogram::with_opts(
             HistogramOpts::new(
@@ -45,7 +49,7 @@ impl TtlController {
             .buckets(DELETION_DURATION_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(deletion_duration.clone()))?;
-        let this = Arc::new(Self { client, jobs, queue, deletion_duration, shards, clock });
+        let this = Arc::new(Self { client, jobs, queue, deletion_duration, shards, clock, smoothing });
         // A shard that becomes Active here: look again at its finished Jobs, and no others.
         let weak = Arc::downgrade(&this);
         this.shards.on_activate(Arc::new(move |shard| {
@@ -83,8 +87,17 @@ impl TtlController {
         .await;
     }
 
-    /// Upstream's `processJob`: returns when to look again, if ever.
+    /// [`Self::process_job`], and the Job's smoothing slot given up once it needs none.
     async fn process(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, ProcessError> {
+        let result = self.process_job(key, epoch).await;
+        if let (Some(smoothing), Ok(None)) = (&self.smoothing, &result) {
+            smoothing.forget(Kind::Job, key);
+        }
+        result
+    }
+
+    /// Upstream's `processJob`: returns when to look again, if ever.
+    async fn process_job(&self, key: &ObjectKey, epoch: Epoch) -> Result<Option<Duration>, ProcessError> {
         let Some(cached) = self.jobs.get(key) else { return Ok(None) };
         let now = self.clock.now();
         match core::decide(&cached, now)? {
@@ -95,7 +108,14 @@ impl TtlController {
                 }
                 return Ok(Some(after));
             }
-            TtlDecision::DeleteNow(_) => {}
+            TtlDecision::DeleteNow(d) => {
+                // Before the GET: a Job waiting for its slot costs no request.
+                if let Some(wait) =
+                    self.smoothing.as_ref().and_then(|s| s.wait(Kind::Job, key, d.expired_at, now))
+                {
+                    return Ok(Some(wait));
+                }
+            }
         }
         // The cache may be stale: re-check against the API server before deleting.
         let api: Api<Job> = Api::namespaced(self.client.clone(), &key.namespace);
@@ -148,5 +168,9 @@ impl Handler<Job> for TtlController {
         }
     }
 
-    fn deleted(&self, _job: &Arc<Job>) {}
+    fn deleted(&self, job: &Arc<Job>) {
+        if let Some(smoothing) = &self.smoothing {
+            smoothing.forget(Kind::Job, &ObjectKey::of(&job.metadata));
+        }
+    }
 }

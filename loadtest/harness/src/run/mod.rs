@@ -20,6 +20,7 @@ mod rollout;
 mod scaling;
 mod stored_map;
 mod target;
+pub mod ttl_wave;
 mod workload;
 
 use std::collections::BTreeMap;
