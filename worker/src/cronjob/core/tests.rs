@@ -222,6 +222,8 @@ struct Trace {
     got_cronjob: usize,
     updates: Vec<CronJob>,
     outcome: Option<Outcome>,
+    /// The effects beyond upstream.
+    signals: Vec<Effect>,
 }
 
 impl Trace {
@@ -249,6 +251,7 @@ fn drive(mut step: Step, api: &Fake) -> Trace {
             match effect {
                 Effect::Event(e) => trace.events.push(e),
                 Effect::CreationSkew { seconds } => trace.skews.push(seconds),
+                other => trace.signals.push(other),
             }
         }
         step = match step.next {
