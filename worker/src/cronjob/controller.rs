@@ -151,7 +151,7 @@ impl CronJobController {
                 match effect {
                     Effect::Event(e) => self.publish(epoch, &cj, &e),
                     Effect::CreationSkew { seconds } => self.skew.observe(seconds),
-                    Effect::Missed(reason) => self.signals.missed(reason),
+                    Effect::Missed { reason, count } => self.signals.missed(reason, count),
                     Effect::ForbidBlocked { job, skipped } => {
                         blocked = true;
                         if self.signals.forbid_blocked(key, skipped) {

@@ -35,7 +35,7 @@ impl CronJobSignals {
         let missed = IntCounterVec::new(
             Opts::new(
                 "batchfleet_cronjob_missed_schedules_total",
-                "Schedule times not run: later than startingDeadlineSeconds (MissSchedule), or more than 100 missed (TooManyMissedTimes)",
+                "Schedule times not run, by reason: starting_deadline (later than startingDeadlineSeconds), not_run (only the most recent missed time runs, or Forbid skipped it), too_many_missed (TooManyMissedTimes events)",
             ),
             &["reason"],
         )?;
@@ -76,8 +76,8 @@ impl CronJobSignals {
         }
     }
 
-    pub fn missed(&self, reason: MissedReason) {
-        self.missed.with_label_values(&[reason.label()]).inc();
+    pub fn missed(&self, reason: MissedReason, count: usize) {
+        self.missed.with_label_values(&[reason.label()]).inc_by(count as u64);
     }
 
     pub fn caught_up(&self) {

@@ -132,7 +132,10 @@ pub fn catch_up(job_name: &str, scheduled: Timestamp, more: usize) -> Event {
 /// (beyond upstream; recorded beside upstream's `JobAlreadyActive`).
 pub fn forbid_blocked(job_name: &str, skipped: usize) -> Event {
     let runs = if skipped == 1 { "run" } else { "runs" };
-    warning("ForbidBlocked", format!("blocked by Forbid: Job {job_name} still running, {skipped} {runs} skipped"))
+    warning(
+        "ForbidBlocked",
+        format!("blocked by Forbid: Job {job_name} still running, {skipped} {runs} skipped"),
+    )
 }
 
 /// Normal `Triggered`: `batchfleet.io/trigger` ran the CronJob once (beyond upstream).

@@ -27,14 +27,17 @@ pub enum Effect {
     /// `creationTimestamp` minus its scheduled time, in seconds (only for a Job this sync created,
     /// not for one adopted after AlreadyExists).
     CreationSkew { seconds: f64 },
-    /// A due time was not run (beyond upstream: the counter
-    /// `batchfleet_cronjob_missed_schedules_total{reason}`), beside upstream's event for it.
-    Missed(MissedReason),
+    /// Schedule times that were not run (beyond upstream: the counter
+    /// `batchfleet_cronjob_missed_schedules_total{reason}`). Counted once, by the sync that
+    /// moves lastScheduleTime past them (the times between the old and the new value), so
+    /// resyncs do not count them again; `TooMany` counts upstream's event.
+    Missed { reason: MissedReason, count: usize },
     /// Forbid held a due run back (beyond upstream): `job` is the active Job, `skipped` the runs
     /// skipped since it started. The shell records Warning `ForbidBlocked` once per change of
     /// `skipped` (the sync sees the same block on every resync).
     ForbidBlocked { job: String, skipped: usize },
-    /// A Job created for a missed time under `batchfleet.io/catch-up`.
+    /// A Job created for a missed time under `batchfleet.io/catch-up` that upstream would not
+    /// have run (older than the most recent).
     CaughtUp,
     /// What `batchfleet.io/trigger` did.
     Trigger(TriggerResult),
@@ -47,8 +50,11 @@ pub enum Effect {
 /// Why a due time was not run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissedReason {
-    /// Later than startingDeadlineSeconds (upstream's `MissSchedule`).
+    /// Later than startingDeadlineSeconds when the next Job was created.
     StartingDeadline,
+    /// Within the deadline (or with none) but not run: upstream runs only the most recent
+    /// missed time, and Forbid skips times while a Job is active.
+    NotRun,
     /// More than 100 times were missed (upstream's `TooManyMissedTimes`; the most recent still runs).
     TooMany,
 }
@@ -57,6 +63,7 @@ impl MissedReason {
     pub fn label(self) -> &'static str {
         match self {
             MissedReason::StartingDeadline => "starting_deadline",
+            MissedReason::NotRun => "not_run",
             MissedReason::TooMany => "too_many_missed",
         }
     }

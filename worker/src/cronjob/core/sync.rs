@@ -174,7 +174,7 @@ enum CreateKind {
         schedule: Schedule,
         /// Catch-up times still to run after this one (each at a sync of its own, at once).
         catch_up_after: usize,
-        /// Catch-up chose this time (not upstream's most recent one alone).
+        /// Catch-up chose this time, one upstream would not run (an older than the most recent).
         catching_up: bool,
     },
     Trigger {
@@ -437,7 +437,7 @@ impl SyncState {
         };
         if due.too_many_missed {
             events.push(events::too_many_missed_times());
-            effects.push(Effect::Missed(MissedReason::TooMany));
+            effects.push(Effect::Missed { reason: MissedReason::TooMany, count: 1 });
         }
         let times = cronjob_times(cj);
         let catch_up = beyond::catch_up_limit(cj).and_then(|n| {
@@ -446,7 +446,7 @@ impl SyncState {
         });
         let (scheduled, catch_up_after, catching_up) = match catch_up {
             Some(c) => {
-                let catching_up = c.after > 0 || c.run.timestamp() != due.scheduled.timestamp();
+                let catching_up = c.run.timestamp() != due.scheduled.timestamp();
                 (c.run, c.after, catching_up)
             }
             None => (due.scheduled, 0, false),
@@ -455,7 +455,6 @@ impl SyncState {
             && too_late(scheduled.timestamp(), sds, self.now.timestamp())
         {
             events.push(events::miss_schedule(scheduled.timestamp()));
-            effects.push(Effect::Missed(MissedReason::StartingDeadline));
             return (events, Phase::requeue(self.requeue_after(&schedule)));
         }
         let namespace = cj.metadata.namespace.as_deref().unwrap_or_default();
@@ -494,6 +493,7 @@ impl SyncState {
         self.update_status = true;
         match &create.kind {
             CreateKind::Scheduled { schedule, catch_up_after, .. } => {
+                self.count_missed(schedule, create.scheduled.timestamp());
                 set_last_schedule_time(self.cj_mut(), create.scheduled.timestamp());
                 if *catch_up_after > 0 {
                     return Phase::requeue(SignedDuration::ZERO);
@@ -503,6 +503,37 @@ impl SyncState {
             CreateKind::Trigger { value, .. } => {
                 beyond::mark_trigger_handled(&mut self.copy, value);
                 Phase::requeue(SignedDuration::ZERO)
+            }
+        }
+    }
+
+    /// The schedule times strictly between lastScheduleTime (else creation) and `scheduled`, the
+    /// new lastScheduleTime: none of them ran.
+    fn count_missed(&mut self, schedule: &Schedule, scheduled: Timestamp) {
+        let times = cronjob_times(self.cj());
+        let zone = self.now.time_zone().clone();
+        let since = times.last_schedule.unwrap_or(times.creation).to_zoned(zone.clone());
+        let before = (scheduled - SignedDuration::from_nanos(1)).to_zoned(zone);
+        let (_, all) = beyond::times_between(schedule, &since, &before, 0);
+        let late = match times.starting_deadline_seconds {
+            Some(sds) => {
+                let deadline = self
+                    .now
+                    .timestamp()
+                    .checked_sub(SignedDuration::from_secs(sds))
+                    .unwrap_or(Timestamp::MIN);
+                // Times at or after the deadline were still startable.
+                let before_deadline = (deadline.min(scheduled) - SignedDuration::from_nanos(1))
+                    .to_zoned(self.now.time_zone().clone());
+                beyond::times_between(schedule, &since, &before_deadline, 0).1
+            }
+            None => 0,
+        };
+        for (reason, count) in
+            [(MissedReason::StartingDeadline, late), (MissedReason::NotRun, all - late.min(all))]
+        {
+            if count > 0 {
+                self.effects.push(Effect::Missed { reason, count });
             }
         }
     }
@@ -532,7 +563,10 @@ impl SyncState {
             return None;
         }
         let replaced = policy == "Replace" && !active.is_empty();
-        let create = Box::new(CreateCtx { scheduled: self.now.clone(), kind: CreateKind::Trigger { value, replaced } });
+        let create = Box::new(CreateCtx {
+            scheduled: self.now.clone(),
+            kind: CreateKind::Trigger { value, replaced },
+        });
         Some(if replaced { Phase::Replace { refs: active, next: 0, create } } else { Phase::Create(create) })
     }
 
@@ -656,9 +690,13 @@ impl SyncState {
             GetJobResume::AlreadyExists(create) => match result {
                 Err(e) => Phase::stop(SyncError::GetJob(e)),
                 // A second trigger within the minute: its Job exists already, the value is done.
-                Ok(job) if matches!(create.kind, CreateKind::Trigger { .. })
-                    && (!is_controlled_by(&job, self.cj())
-                        || in_active_list(self.cj(), job.metadata.uid.as_deref().unwrap_or_default())) =>
+                Ok(job)
+                    if matches!(create.kind, CreateKind::Trigger { .. })
+                        && (!is_controlled_by(&job, self.cj())
+                            || in_active_list(
+                                self.cj(),
+                                job.metadata.uid.as_deref().unwrap_or_default(),
+                            )) =>
                 {
                     if let CreateKind::Trigger { value, .. } = &create.kind {
                         beyond::mark_trigger_handled(&mut self.copy, value);

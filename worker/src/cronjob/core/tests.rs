@@ -2068,3 +2068,8 @@ fn garbage_input_does_not_panic() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Beyond upstream (issue 30): catch-up, trigger-now, next-schedule-time, missed/Forbid signals
+
+mod beyond;
