@@ -174,6 +174,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if run::podgc_policy::is_podgc_policy(&args.scenario) {
         return run_podgc_policy(args, log_format);
     }
+    if run::cron_outage::is_cron_outage(&args.scenario) {
+        return run_cron_outage(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -369,4 +372,35 @@ async fn run_sim(args: SimArgs, quickstart: Option<quickstart::UpOptions>) -> an
     stop_signal::stop_requested().await.context("waiting for Ctrl-C")?;
     println!("stopping");
     Ok(true)
+}
+
+/// `loadtest run cron-outage` (or a file of its kind): its own sim, CronJobs and standalone
+/// worker, killed and started again (`run/cron_outage.rs`); exit codes as for any run.
+fn run_cron_outage(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sim and worker; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::cron_outage::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::cron_outage::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::cron_outage::run(run::cron_outage::KIND, spec, &out), &out)
 }
