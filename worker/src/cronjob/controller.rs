@@ -89,6 +89,15 @@ impl CronJobController {
                 this.queue.add(key);
             }
         }));
+        // A shard that leaves: its CronJobs' series and Forbid counts go with it (the store, emptied
+        // after this hook, still lists them), so the worker that takes it over is the one reporting.
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            for key in this.cronjobs.keys_in_shard(shard) {
+                this.signals.forget(&key);
+            }
+        }));
         Ok(this)
     }
 

@@ -13,7 +13,7 @@ use crate::informer::ObjectKey;
 pub struct CronJobSignals {
     /// kube-state-metrics' `kube_cronjob_next_schedule_time{namespace,cronjob}` shape: one series
     /// per CronJob this worker syncs (Unix seconds), as KSM has; removed when the CronJob is
-    /// deleted or will not run.
+    /// deleted, will not run, or its shard leaves this worker.
     next_schedule_time: GaugeVec,
     missed: IntCounterVec,
     forbid_skipped: IntCounter,
