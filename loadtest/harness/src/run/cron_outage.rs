@@ -459,3 +459,47 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     }
     Ok((report.passed, path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_scenario_loads_and_bad_values_are_refused() {
+        let spec = load("cron-outage").expect("the shipped file");
+        assert_eq!((spec.cronjobs, spec.every_minutes, spec.catch_up), (1000, 20, 3));
+        let dir = tempfile::tempdir().unwrap();
+        let text = read_spec("cron-outage").unwrap();
+        for (from, to, field) in [
+            ("every_minutes: 20", "every_minutes: 7", "every_minutes"),
+            ("outage: 3h", "outage: soon", "outage"),
+            ("catch_up: 3", "catch_up: 0", "catch_up"),
+        ] {
+            let file = dir.path().join("bad.yaml");
+            std::fs::write(&file, text.replace(from, to)).unwrap();
+            let e = load(file.to_str().unwrap()).expect_err(to);
+            assert!(e.contains(field), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_kill_and_restart_moments_fall_half_way_between_schedule_times() {
+        let schedule = Schedule::parse_standard("*/20 * * * *").unwrap();
+        let period = SignedDuration::from_mins(20);
+        let t = |s: &str| s.parse::<Timestamp>().unwrap();
+        assert_eq!(mid_period_after(&schedule, t("2026-01-01T00:05:00Z"), period), t("2026-01-01T00:30:00Z"));
+        assert_eq!(mid_period_after(&schedule, t("2026-01-01T00:20:00Z"), period), t("2026-01-01T00:30:00Z"));
+        // Killed at 00:30, restarted at 02:50: 00:40 … 02:40 were missed.
+        let missed = times_in(&schedule, t("2026-01-01T00:30:00Z"), t("2026-01-01T02:50:00Z"));
+        assert_eq!(missed.len(), 7);
+        assert_eq!(missed[0], t("2026-01-01T00:40:00Z"));
+        assert_eq!(missed[6], t("2026-01-01T02:40:00Z"));
+    }
+
+    #[test]
+    fn a_counter_sums_its_series() {
+        let text = "# HELP x\nbatchfleet_cronjob_catch_up_runs_total 12\nother 3\n";
+        assert_eq!(counter(text, "batchfleet_cronjob_catch_up_runs_total"), 12.0);
+        assert_eq!(counter(text, "missing"), 0.0);
+    }
+}
