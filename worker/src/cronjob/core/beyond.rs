@@ -141,8 +141,9 @@ pub struct CatchUp {
 /// choice, and makes the choice stable across the syncs that run them: once the oldest has run
 /// and become lastScheduleTime, the rest are the most recent N − 1 after it.
 ///
-/// `None` when no time within the deadline is due (the sync then goes upstream's way, with its
-/// MissSchedule for a late most-recent time).
+/// `None` when no time within the deadline is due, or when more than the walk's bound (20,000)
+/// were missed since the later of lastScheduleTime and now − startingDeadlineSeconds: the sync
+/// then goes upstream's way (the most recent time only).
 pub fn catch_up(
     schedule: &Schedule,
     since: Timestamp,
@@ -160,6 +161,12 @@ pub fn catch_up(
         }
     }
     let (chosen, _) = times_between(schedule, &after, now, n);
+    // A walk cut short at its bound did not reach now: its last times are not the most recent.
+    // Catching up from there would run old times one sync after another, so do as upstream does.
+    let last = chosen.last()?;
+    if schedule.next(last).is_some_and(|next| next.timestamp() <= now.timestamp()) {
+        return None;
+    }
     let mut chosen = chosen.into_iter();
     let run = chosen.next()?;
     Some(CatchUp { run, after: chosen.len() })

@@ -445,3 +445,25 @@ fn too_many_missed_is_one_event_and_one_count_as_upstream() {
     assert_eq!(s.signals[1], Effect::Missed { reason: MissedReason::NotRun, count: 300 });
     assert_eq!(s.created.len(), 1);
 }
+
+#[test]
+fn catch_up_after_more_missed_times_than_it_walks_falls_back_to_upstream() {
+    // Every minute, last run 30 days ago (43,200 missed), no deadline: more than the bounded walk
+    // sees, so only the most recent runs (upstream), never a stream of month-old times.
+    let mut cj = after_outage("Allow", Some("3"));
+    cj.spec.schedule = "* * * * ?".into();
+    cj.status = Some(CronJobStatus {
+        last_schedule_time: Some(Time(t("2016-04-19T10:00:00Z"))),
+        ..Default::default()
+    });
+    let s = settle(cj.clone(), just_after_the_hour());
+    assert_eq!(s.created, vec![job_name(&cj, t("2016-05-19T10:01:00Z"))]);
+    // With a deadline that bounds the walk, catch-up works again: the 3 most recent.
+    cj.spec.starting_deadline_seconds = Some(600);
+    let s = settle(cj.clone(), just_after_the_hour());
+    let want: Vec<String> = ["09:59", "10:00", "10:01"]
+        .iter()
+        .map(|hm| job_name(&cj, t(&format!("2016-05-19T{hm}:00Z"))))
+        .collect();
+    assert_eq!(s.created, want);
+}
