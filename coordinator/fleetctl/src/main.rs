@@ -59,7 +59,13 @@ enum Command {
     /// per line.
     Schedule {
         /// The CronJob's `spec.schedule`, e.g. "*/5 * * * *" or "@every 30s".
-        schedule: String,
+        #[arg(required_unless_present = "cronjob", conflicts_with = "cronjob")]
+        schedule: Option<String>,
+        /// Read the schedule and time zone from a CronJob as JSON (a file, or - for stdin:
+        /// `kubectl get cronjob NAME -o json | fleetctl schedule --cronjob -`), and show the
+        /// controller's batchfleet.io/next-schedule-time beside the preview.
+        #[arg(long, value_name = "FILE")]
+        cronjob: Option<String>,
         /// The CronJob's `spec.timeZone` (an IANA name).
         #[arg(long)]
         time_zone: Option<String>,
@@ -125,8 +131,17 @@ fn main() -> ExitCode {
             }
         };
     }
-    if let Command::Schedule { schedule, time_zone, from, count } = &cli.command {
-        return schedule_command(schedule, time_zone.as_deref(), from.as_deref(), *count);
+    if let Command::Schedule { schedule, cronjob, time_zone, from, count } = &cli.command {
+        return match cronjob {
+            Some(file) => cronjob_schedule_command(file, from.as_deref(), *count),
+            None => schedule_command(
+                schedule.as_deref().unwrap_or_default(),
+                time_zone.as_deref(),
+                from.as_deref(),
+                *count,
+                None,
+            ),
+        };
     }
     let transport = match cli.tls.client_transport() {
         Ok(t) => t,
@@ -212,7 +227,49 @@ async fn admin_command(cli: &Cli, transport: &ClientTransport) -> Result<String,
     })
 }
 
-fn schedule_command(schedule: &str, time_zone: Option<&str>, from: Option<&str>, count: usize) -> ExitCode {
+/// The annotation the CronJob controller keeps: the schedule's next time, RFC 3339 UTC.
+const NEXT_SCHEDULE_TIME: &str = "batchfleet.io/next-schedule-time";
+
+/// `fleetctl schedule --cronjob FILE`: the preview of a CronJob's schedule in its zone, then its
+/// `batchfleet.io/next-schedule-time` as the controller wrote it (absent: the controller has not
+/// synced it, or it will not run: suspended, or a schedule that does not load).
+fn cronjob_schedule_command(file: &str, from: Option<&str>, count: usize) -> ExitCode {
+    let text = if file == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    let cronjob: serde_json::Value = match text
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fleetctl: --cronjob {file}: not a CronJob as JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(schedule) = cronjob.pointer("/spec/schedule").and_then(|v| v.as_str()) else {
+        eprintln!("fleetctl: --cronjob {file}: no spec.schedule (is it `kubectl get cronjob NAME -o json`?)");
+        return ExitCode::from(2);
+    };
+    let time_zone = cronjob.pointer("/spec/timeZone").and_then(|v| v.as_str());
+    let next = cronjob
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(NEXT_SCHEDULE_TIME))
+        .and_then(|v| v.as_str())
+        .unwrap_or("none");
+    schedule_command(schedule, time_zone, from, count, Some(next))
+}
+
+fn schedule_command(
+    schedule: &str,
+    time_zone: Option<&str>,
+    from: Option<&str>,
+    count: usize,
+    controller_next: Option<&str>,
+) -> ExitCode {
     let from = match from {
         None => jiff::Timestamp::now(),
         Some(s) => match s.parse::<jiff::Timestamp>() {
@@ -233,6 +290,9 @@ fn schedule_command(schedule: &str, time_zone: Option<&str>, from: Option<&str>,
             let mut out = std::io::stdout().lock();
             for t in up.times {
                 let _ = writeln!(out, "{}", t.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ"));
+            }
+            if let Some(next) = controller_next {
+                let _ = writeln!(out, "{NEXT_SCHEDULE_TIME}: {next}");
             }
             ExitCode::SUCCESS
         }

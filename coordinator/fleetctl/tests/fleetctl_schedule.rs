@@ -59,3 +59,35 @@ fn invalid_input_exits_2_with_the_reason() {
     let (code, _, _) = fleetctl(&["schedule"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn a_cronjob_as_kubectl_prints_it_shows_the_controllers_next_time_beside_the_preview() {
+    // As `kubectl get cronjob nightly -o json > nightly.json` writes it: schedule and zone from
+    // the spec, the controller's batchfleet.io/next-schedule-time from the annotations.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("nightly.json");
+    let cronjob = r#"{"apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": "nightly", "annotations": {"batchfleet.io/next-schedule-time": "2026-11-09T14:00:00Z"}},
+        "spec": {"schedule": "0 9 * * 1-5", "timeZone": "America/New_York", "jobTemplate": {}}}"#;
+    std::fs::write(&file, cronjob).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let (code, out, err) =
+        fleetctl(&["schedule", "--cronjob", path, "--from", "2026-11-06T15:00:00Z", "--count", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "2026-11-09T14:00:00Z\n2026-11-10T14:00:00Z\nbatchfleet.io/next-schedule-time: 2026-11-09T14:00:00Z\n"
+    );
+    // Not annotated (not synced yet, or suspended): says so.
+    std::fs::write(&file, cronjob.replace("batchfleet.io/next-schedule-time", "other")).expect("write");
+    let (code, out, _) =
+        fleetctl(&["schedule", "--cronjob", path, "--from", "2026-11-06T15:00:00Z", "--count", "1"]);
+    assert_eq!((code, out.as_str()), (0, "2026-11-09T14:00:00Z\nbatchfleet.io/next-schedule-time: none\n"));
+    // Not a CronJob, or both a schedule and a CronJob: exit 2.
+    std::fs::write(&file, "{}").expect("write");
+    let (code, _, err) = fleetctl(&["schedule", "--cronjob", path]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no spec.schedule"), "{err}");
+    let (code, _, _) = fleetctl(&["schedule", "@hourly", "--cronjob", path]);
+    assert_eq!(code, 2);
+}

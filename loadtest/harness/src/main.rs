@@ -186,6 +186,9 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if run::ttl_wave::is_ttl_wave(&args.scenario) {
         return run_ttl_wave(args, log_format);
     }
+    if run::cron_outage::is_cron_outage(&args.scenario) {
+        return run_cron_outage(args, log_format);
+    }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -309,6 +312,37 @@ fn run_ttl_wave(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         return ExitCode::FAILURE;
     }
     until_stopped(run::ttl_wave::run(run::ttl_wave::KIND, spec, &out), &out)
+}
+
+/// `loadtest run cron-outage` (or a file of its kind): its own sim, CronJobs and standalone
+/// worker, killed and started again (`run/cron_outage.rs`); exit codes as for any run.
+fn run_cron_outage(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+    if args.target.kubeconfig.is_some()
+        || args.target.fleet != run::FleetChoice::Scenario
+        || args.replay
+        || args.workers.is_some()
+        || args.store.is_some()
+        || args.fleet_scale.any()
+    {
+        eprintln!(
+            "loadtest: {}: starts its own sim and worker; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            args.scenario
+        );
+        return ExitCode::from(2);
+    }
+    let spec = match run::cron_outage::load(&args.scenario) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::cron_outage::KIND));
+    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
+        eprintln!("loadtest: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    until_stopped(run::cron_outage::run(run::cron_outage::KIND, spec, &out), &out)
 }
 
 /// `loadtest run podgc-policy` (or a file of its kind): its own sim, pods and coordinator

@@ -10,6 +10,7 @@ use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, ApiError, Effect, Next, Outcome, UpdateAction};
 use super::creates_first::CreatesFirst;
+use super::signals::CronJobSignals;
 use crate::api_errors;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
@@ -31,6 +32,7 @@ pub struct CronJobController {
     clock: Arc<dyn Clock>,
     shards: ShardTable,
     creates_first: CreatesFirst,
+    signals: CronJobSignals,
 }
 
 /// The longest a status write waits for other syncs' Job creations (see [`CreatesFirst`]).
@@ -65,6 +67,7 @@ impl CronJobController {
             .buckets(core::CREATION_SKEW_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(skew.clone()))?;
+        let signals = CronJobSignals::register(registry)?;
         let this = Arc::new(Self {
             client,
             cronjobs: informers.cronjobs.clone(),
@@ -76,6 +79,7 @@ impl CronJobController {
             clock,
             shards,
             creates_first: CreatesFirst::default(),
+            signals,
         });
         // A shard that becomes Active here: sync its CronJobs, and no others.
         let weak = Arc::downgrade(&this);
@@ -83,6 +87,15 @@ impl CronJobController {
             let Some(this) = weak.upgrade() else { return };
             for key in this.cronjobs.keys_in_shard(shard) {
                 this.queue.add(key);
+            }
+        }));
+        // A shard that leaves: its CronJobs' series and Forbid counts go with it (the store, emptied
+        // after this hook, still lists them), so the worker that takes it over is the one reporting.
+        let weak = Arc::downgrade(&this);
+        this.shards.on_drop(Arc::new(move |shard| {
+            let Some(this) = weak.upgrade() else { return };
+            for key in this.cronjobs.keys_in_shard(shard) {
+                this.signals.forget(&key);
             }
         }));
         Ok(this)
@@ -139,16 +152,33 @@ impl CronJobController {
         let jobs = self.jobs.by_index(JOBS_BY_CONTROLLER_NAME.name, &controlled);
         let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
         let mut before_create = Some(self.creates_first.sync_started());
-        let mut step = core::sync(&cj, jobs.iter().map(|j| &**j), &self.now());
+        let options = core::SyncOptions { next_schedule_time: true };
+        let mut step = core::sync_with(&cj, jobs.iter().map(|j| &**j), &self.now(), options);
+        let mut blocked = false;
         loop {
             for effect in std::mem::take(&mut step.effects) {
                 match effect {
                     Effect::Event(e) => self.publish(epoch, &cj, &e),
                     Effect::CreationSkew { seconds } => self.skew.observe(seconds),
+                    Effect::Missed { reason, count } => self.signals.missed(reason, count),
+                    Effect::ForbidBlocked { job, skipped } => {
+                        blocked = true;
+                        if self.signals.forbid_blocked(key, skipped) {
+                            self.publish(epoch, &cj, &core::events::forbid_blocked(&job, skipped));
+                        }
+                    }
+                    Effect::CaughtUp => self.signals.caught_up(),
+                    Effect::Trigger(result) => self.signals.trigger(result),
+                    Effect::NextScheduleTime(at) => self.signals.next_schedule_time(key, at),
                 }
             }
             step = match step.next {
-                Next::Done(outcome) => return outcome,
+                Next::Done(outcome) => {
+                    if !blocked {
+                        self.signals.not_blocked(key);
+                    }
+                    return outcome;
+                }
                 Next::DeleteJob(d) => {
                     let api: Api<Job> = Api::namespaced(self.client.clone(), &d.namespace);
                     let dp = DeleteParams {
@@ -262,5 +292,7 @@ impl Handler<CronJob> for CronJobController {
         }
     }
 
-    fn deleted(&self, _cj: &Arc<CronJob>) {}
+    fn deleted(&self, cj: &Arc<CronJob>) {
+        self.signals.forget(&ObjectKey::of(&cj.metadata));
+    }
 }

@@ -4,3 +4,4 @@ pub mod controller;
 pub mod core;
 pub mod creates_first;
 pub mod schedule;
+pub mod signals;

@@ -3,6 +3,7 @@
 //! scenario's workload and faults over time with live progress, then the audits from the
 //! server's side, the goals, and the report in the run's folder.
 
+pub mod cron_outage;
 mod expect;
 pub(crate) mod faults;
 pub mod finalizer_leak;

@@ -116,3 +116,41 @@ pub fn failed_create(error: &ApiError) -> Event {
 pub fn successful_create(job_name: &str) -> Event {
     normal("SuccessfulCreate", format!("Created job {job_name}"))
 }
+
+/// Normal `CatchUp`: a missed time run under `batchfleet.io/catch-up` (beyond upstream).
+pub fn catch_up(job_name: &str, scheduled: Timestamp, more: usize) -> Event {
+    normal(
+        "CatchUp",
+        format!(
+            "Created job {job_name} for the missed time {} (batchfleet.io/catch-up), {more} more to run",
+            format_rfc1123z_utc(scheduled)
+        ),
+    )
+}
+
+/// Warning `ForbidBlocked`: a due run skipped because a Job is still active under Forbid
+/// (beyond upstream; recorded beside upstream's `JobAlreadyActive`).
+pub fn forbid_blocked(job_name: &str, skipped: usize) -> Event {
+    let runs = if skipped == 1 { "run" } else { "runs" };
+    warning(
+        "ForbidBlocked",
+        format!("blocked by Forbid: Job {job_name} still running, {skipped} {runs} skipped"),
+    )
+}
+
+/// Normal `Triggered`: `batchfleet.io/trigger` ran the CronJob once (beyond upstream).
+pub fn triggered(job_name: &str, value: &str, replaced: bool) -> Event {
+    let how = if replaced { ", replacing the active jobs (concurrencyPolicy Replace)" } else { "" };
+    normal("Triggered", format!("Created job {job_name} for batchfleet.io/trigger {}{how}", go_quote(value)))
+}
+
+/// Normal `TriggerSkipped`: `batchfleet.io/trigger` under Forbid while a Job is active.
+pub fn trigger_skipped(value: &str, active_job: &str) -> Event {
+    normal(
+        "TriggerSkipped",
+        format!(
+            "Not running batchfleet.io/trigger {}: job {active_job} is active and concurrency policy is Forbid",
+            go_quote(value)
+        ),
+    )
+}

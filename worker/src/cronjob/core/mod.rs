@@ -24,6 +24,7 @@
 //! [`cronjobs_for_job_update`] (Job events).
 
 mod active;
+pub mod beyond;
 pub mod events;
 mod history;
 mod job_template;
@@ -44,9 +45,9 @@ pub use jobs::{
 };
 pub use plan::{
     ApiError, ApiErrorKind, CreateJob, DeleteJob, DeleteReason, Effect, Event, EventType, GetCronJob, GetJob,
-    GetJobReason, Next, Outcome, Step, SyncError, UpdateStatus,
+    GetJobReason, MissedReason, Next, Outcome, Step, SyncError, TriggerResult, UpdateStatus,
 };
-pub use sync::{cronjob_times, sync};
+pub use sync::{SyncOptions, cronjob_times, sync, sync_with};
 pub use update::{UpdateAction, on_cronjob_update};
 
 /// Event source component, as upstream.

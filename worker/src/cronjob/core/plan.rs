@@ -27,6 +27,66 @@ pub enum Effect {
     /// `creationTimestamp` minus its scheduled time, in seconds (only for a Job this sync created,
     /// not for one adopted after AlreadyExists).
     CreationSkew { seconds: f64 },
+    /// Schedule times that were not run (beyond upstream: the counter
+    /// `batchfleet_cronjob_missed_schedules_total{reason}`). Counted once, by the sync that
+    /// moves lastScheduleTime past them (the times between the old and the new value), so
+    /// resyncs do not count them again; `TooMany` counts upstream's event.
+    Missed { reason: MissedReason, count: usize },
+    /// Forbid held a due run back (beyond upstream): `job` is the active Job, `skipped` the runs
+    /// skipped since it started. The shell records Warning `ForbidBlocked` once per change of
+    /// `skipped` (the sync sees the same block on every resync).
+    ForbidBlocked { job: String, skipped: usize },
+    /// A Job created for a missed time under `batchfleet.io/catch-up` that upstream would not
+    /// have run (older than the most recent).
+    CaughtUp,
+    /// What `batchfleet.io/trigger` did.
+    Trigger(TriggerResult),
+    /// The next schedule time as the sync leaves it (`None`: the CronJob will not run), for the
+    /// `batchfleet_cronjob_next_schedule_time` gauge; only with
+    /// [`super::SyncOptions::next_schedule_time`].
+    NextScheduleTime(Option<jiff::Timestamp>),
+}
+
+/// Why a due time was not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissedReason {
+    /// Later than startingDeadlineSeconds when the next Job was created.
+    StartingDeadline,
+    /// Within the deadline (or with none) but not run: upstream runs only the most recent
+    /// missed time, and Forbid skips times while a Job is active.
+    NotRun,
+    /// More than 100 times were missed (upstream's `TooManyMissedTimes`; the most recent still runs).
+    TooMany,
+}
+
+impl MissedReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            MissedReason::StartingDeadline => "starting_deadline",
+            MissedReason::NotRun => "not_run",
+            MissedReason::TooMany => "too_many_missed",
+        }
+    }
+}
+
+/// What a `batchfleet.io/trigger` value came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerResult {
+    Ran,
+    /// Ran after deleting the active Jobs (concurrencyPolicy Replace).
+    Replaced,
+    /// Not run: a Job is active and the policy is Forbid.
+    SkippedByForbid,
+}
+
+impl TriggerResult {
+    pub fn label(self) -> &'static str {
+        match self {
+            TriggerResult::Ran => "ran",
+            TriggerResult::Replaced => "replaced",
+            TriggerResult::SkippedByForbid => "skipped_by_forbid",
+        }
+    }
 }
 
 /// The API call to make next, or the end of the sync.

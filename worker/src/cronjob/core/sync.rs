@@ -20,13 +20,14 @@ use super::active::{
     active_refs, delete_from_active_list, fold_last_successful_time, in_active_list, in_active_list_by_name,
     job_ref, push_active, set_last_schedule_time,
 };
+use super::beyond;
 use super::events;
 use super::history;
 use super::job_template::{job_from_template, job_name};
 use super::jobs::{JobView, is_controlled_by, jobs_to_be_reconciled};
 use super::plan::{
     ApiError, ApiErrorKind, CreateJob, DeleteJob, DeleteReason, Effect, Event, GetCronJob, GetJob,
-    GetJobReason, Next, Outcome, Step, SyncError, UpdateStatus,
+    GetJobReason, MissedReason, Next, Outcome, Step, SyncError, TriggerResult, UpdateStatus,
 };
 use crate::cronjob::schedule::times::{CronJobTimes, next_schedule_time, next_schedule_time_duration};
 use crate::cronjob::schedule::{Schedule, format_schedule};
@@ -67,6 +68,26 @@ pub fn cronjob_times(cronjob: &CronJob) -> CronJobTimes {
 /// 5. [`Next::CreateJob`] (AlreadyExists → [`Next::GetJob`] and adoption);
 /// 6. [`Next::UpdateStatus`] if anything changed, then [`Next::Done`].
 pub fn sync<'a>(cronjob: &CronJob, jobs: impl IntoIterator<Item = &'a Job>, now: &Zoned) -> Step {
+    sync_with(cronjob, jobs, now, SyncOptions::default())
+}
+
+/// What a sync does beyond upstream for every CronJob (the per-CronJob opt-ins,
+/// `batchfleet.io/catch-up` and `batchfleet.io/trigger`, need no option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncOptions {
+    /// Keep `batchfleet.io/next-schedule-time` current, merged into the status write when the
+    /// sync makes one, else written alone (only when its value changes), and report it as
+    /// [`Effect::NextScheduleTime`].
+    pub next_schedule_time: bool,
+}
+
+/// [`sync`] with the options beyond upstream.
+pub fn sync_with<'a>(
+    cronjob: &CronJob,
+    jobs: impl IntoIterator<Item = &'a Job>,
+    now: &Zoned,
+    options: SyncOptions,
+) -> Step {
     let jobs: Vec<JobView> = jobs_to_be_reconciled(cronjob, jobs).into_iter().map(JobView::of).collect();
     let children = jobs.iter().map(|j| j.uid.clone()).collect();
     let pending = history::to_delete(cronjob, &jobs);
@@ -78,6 +99,7 @@ pub fn sync<'a>(cronjob: &CronJob, jobs: impl IntoIterator<Item = &'a Job>, now:
         children,
         update_status: false,
         effects: Vec::new(),
+        options,
     });
     state.run(Phase::History { pending, next: 0 })
 }
@@ -96,6 +118,7 @@ pub(crate) struct SyncState {
     /// upstream `updateStatusAfterCleanup || updateStatusAfterSync`.
     update_status: bool,
     effects: Vec<Effect>,
+    options: SyncOptions,
 }
 
 /// Where a sync resumes after a DELETE.
@@ -137,11 +160,36 @@ pub(crate) struct JobId {
     uid: String,
 }
 
-/// The due schedule time a Job is to be created for.
+/// The Job to create: for a due schedule time, or for a trigger.
 #[derive(Debug)]
 pub(crate) struct CreateCtx {
+    /// The scheduled time (a trigger's: `now`).
     scheduled: Zoned,
-    schedule: Schedule,
+    kind: CreateKind,
+}
+
+#[derive(Debug)]
+enum CreateKind {
+    Scheduled {
+        schedule: Schedule,
+        /// Catch-up times still to run after this one (each at a sync of its own, at once).
+        catch_up_after: usize,
+        /// Catch-up chose this time, one upstream would not run (an older than the most recent).
+        catching_up: bool,
+    },
+    Trigger {
+        value: String,
+        replaced: bool,
+    },
+}
+
+impl CreateCtx {
+    fn job_name(&self, cj: &CronJob) -> String {
+        match &self.kind {
+            CreateKind::Scheduled { .. } => job_name(cj, self.scheduled.timestamp()),
+            CreateKind::Trigger { .. } => beyond::trigger_job_name(cj, self.scheduled.timestamp()),
+        }
+    }
 }
 
 /// The running phases (no API answer pending).
@@ -274,11 +322,14 @@ impl SyncState {
                         });
                     }
                 }
-                Phase::Gates => {
-                    let (events, phase) = self.gates();
-                    self.effects.extend(events.into_iter().map(Effect::Event));
-                    phase
-                }
+                Phase::Gates => match self.trigger_gate() {
+                    Some(phase) => phase,
+                    None => {
+                        let (effects, phase) = self.gates();
+                        self.effects.extend(effects);
+                        phase
+                    }
+                },
                 Phase::Replace { refs, next, create } => {
                     let Some(r) = refs.get(next) else {
                         phase = Phase::Create(create);
@@ -298,7 +349,14 @@ impl SyncState {
                 }
                 Phase::Create(create) => match job_from_template(self.cj(), &create.scheduled) {
                     Err(e) => Phase::stop(SyncError::JobFromTemplate(e.reason)),
-                    Ok(job) => {
+                    Ok(mut job) => {
+                        if let CreateKind::Trigger { value, .. } = &create.kind {
+                            job.metadata.name = Some(create.job_name(self.cj()));
+                            job.metadata
+                                .annotations
+                                .get_or_insert_with(Default::default)
+                                .insert(beyond::TRIGGERED_BY_ANNOTATION.to_string(), value.clone());
+                        }
                         let namespace = self.namespace();
                         return self.step(|state| {
                             Next::CreateJob(CreateJob {
@@ -311,6 +369,7 @@ impl SyncState {
                     }
                 },
                 Phase::Finish { requeue, error } => {
+                    self.keep_next_schedule_time();
                     if !self.update_status {
                         return self.step(|_| Next::Done(outcome(requeue, error)));
                     }
@@ -328,7 +387,18 @@ impl SyncState {
     }
 
     /// The part of syncCronJob between the active-list reconcile and Replace.
-    fn gates(&self) -> (Vec<Event>, Phase) {
+    /// The events come first, then the other effects.
+    fn gates(&self) -> (Vec<Effect>, Phase) {
+        let mut effects = Vec::new();
+        let (events, phase) = self.schedule_gates(&mut effects);
+        let mut all: Vec<Effect> = events.into_iter().map(Effect::Event).collect();
+        all.extend(effects);
+        (all, phase)
+    }
+
+    /// syncCronJob's gates, with the catch-up choice and the missed-run and Forbid signals added
+    /// to `effects`.
+    fn schedule_gates(&self, effects: &mut Vec<Effect>) -> (Vec<Event>, Phase) {
         let cj = self.cj();
         let mut events = Vec::new();
         if cj.metadata.deletion_timestamp.is_some() {
@@ -367,8 +437,20 @@ impl SyncState {
         };
         if due.too_many_missed {
             events.push(events::too_many_missed_times());
+            effects.push(Effect::Missed { reason: MissedReason::TooMany, count: 1 });
         }
-        let scheduled = due.scheduled;
+        let times = cronjob_times(cj);
+        let catch_up = beyond::catch_up_limit(cj).and_then(|n| {
+            let since = times.last_schedule.unwrap_or(times.creation);
+            beyond::catch_up(&schedule, since, spec.starting_deadline_seconds, &self.now, n)
+        });
+        let (scheduled, catch_up_after, catching_up) = match catch_up {
+            Some(c) => {
+                let catching_up = c.run.timestamp() != due.scheduled.timestamp();
+                (c.run, c.after, catching_up)
+            }
+            None => (due.scheduled, 0, false),
+        };
         if let Some(sds) = spec.starting_deadline_seconds
             && too_late(scheduled.timestamp(), sds, self.now.timestamp())
         {
@@ -387,22 +469,119 @@ impl SyncState {
         let active = active_refs(cj);
         if policy == "Forbid" && !active.is_empty() {
             events.push(events::job_already_active());
+            effects.push(Effect::ForbidBlocked {
+                job: active[0].name.clone().unwrap_or_default(),
+                skipped: beyond::forbid_skipped_runs(&schedule, last_schedule, &self.now),
+            });
             return (events, Phase::requeue(self.requeue_after(&schedule)));
         }
-        let create = Box::new(CreateCtx { scheduled, schedule });
+        let create = Box::new(CreateCtx {
+            scheduled,
+            kind: CreateKind::Scheduled { schedule, catch_up_after, catching_up },
+        });
         if policy == "Replace" {
             return (events, Phase::Replace { refs: active.to_vec(), next: 0, create });
         }
         (events, Phase::Create(create))
     }
 
-    /// Add the created (or adopted) Job to `status.active`, set `lastScheduleTime`, and requeue for
-    /// the next time.
+    /// Add the created (or adopted) Job to `status.active`, set `lastScheduleTime` (a schedule's
+    /// run) or mark the trigger handled (a trigger's), and requeue for the next time (at once
+    /// while catch-up times or the schedule's due time remain).
     fn record_job(&mut self, job: &Job, create: &CreateCtx) -> Phase {
         push_active(self.cj_mut(), job_ref(job));
-        set_last_schedule_time(self.cj_mut(), create.scheduled.timestamp());
         self.update_status = true;
-        Phase::requeue(self.requeue_after(&create.schedule))
+        match &create.kind {
+            CreateKind::Scheduled { schedule, catch_up_after, .. } => {
+                self.count_missed(schedule, create.scheduled.timestamp());
+                set_last_schedule_time(self.cj_mut(), create.scheduled.timestamp());
+                if *catch_up_after > 0 {
+                    return Phase::requeue(SignedDuration::ZERO);
+                }
+                Phase::requeue(self.requeue_after(schedule))
+            }
+            CreateKind::Trigger { value, .. } => {
+                beyond::mark_trigger_handled(&mut self.copy, value);
+                Phase::requeue(SignedDuration::ZERO)
+            }
+        }
+    }
+
+    /// The schedule times strictly between lastScheduleTime (else creation) and `scheduled`, the
+    /// new lastScheduleTime: none of them ran.
+    fn count_missed(&mut self, schedule: &Schedule, scheduled: Timestamp) {
+        let times = cronjob_times(self.cj());
+        let zone = self.now.time_zone().clone();
+        let since = times.last_schedule.unwrap_or(times.creation).to_zoned(zone.clone());
+        let before = (scheduled - SignedDuration::from_nanos(1)).to_zoned(zone);
+        let (_, all) = beyond::times_between(schedule, &since, &before, 0);
+        let late = match times.starting_deadline_seconds {
+            Some(sds) => {
+                let deadline = self
+                    .now
+                    .timestamp()
+                    .checked_sub(SignedDuration::from_secs(sds))
+                    .unwrap_or(Timestamp::MIN);
+                // Times at or after the deadline were still startable.
+                let before_deadline = (deadline.min(scheduled) - SignedDuration::from_nanos(1))
+                    .to_zoned(self.now.time_zone().clone());
+                beyond::times_between(schedule, &since, &before_deadline, 0).1
+            }
+            None => 0,
+        };
+        for (reason, count) in
+            [(MissedReason::StartingDeadline, late), (MissedReason::NotRun, all - late.min(all))]
+        {
+            if count > 0 {
+                self.effects.push(Effect::Missed { reason, count });
+            }
+        }
+    }
+
+    /// `batchfleet.io/trigger`: a new value runs the CronJob once now under its
+    /// concurrencyPolicy, before the schedule's gates (a suspended CronJob runs too, as
+    /// `kubectl create job --from` would). `None`: go on to the gates.
+    fn trigger_gate(&mut self) -> Option<Phase> {
+        let cj = self.cj();
+        if cj.metadata.deletion_timestamp.is_some() {
+            return None;
+        }
+        let value = beyond::pending_trigger(cj)?;
+        if let Some(tz) = cj.spec.time_zone.as_deref()
+            && format_schedule(&cj.spec.schedule, Some(tz)).is_err()
+        {
+            return None; // the gates record UnknownTimeZone; the trigger waits for a zone that loads
+        }
+        let policy = cj.spec.concurrency_policy.as_deref().unwrap_or_default();
+        let active = active_refs(cj).to_vec();
+        if policy == "Forbid" && !active.is_empty() {
+            let job = active[0].name.clone().unwrap_or_default();
+            self.event(events::trigger_skipped(&value, &job));
+            self.effects.push(Effect::Trigger(TriggerResult::SkippedByForbid));
+            beyond::mark_trigger_handled(&mut self.copy, &value);
+            self.update_status = true;
+            return None;
+        }
+        let replaced = policy == "Replace" && !active.is_empty();
+        let create = Box::new(CreateCtx {
+            scheduled: self.now.clone(),
+            kind: CreateKind::Trigger { value, replaced },
+        });
+        Some(if replaced { Phase::Replace { refs: active, next: 0, create } } else { Phase::Create(create) })
+    }
+
+    /// `batchfleet.io/next-schedule-time`: set on the object the sync writes, which makes a write
+    /// due only when the value changed.
+    fn keep_next_schedule_time(&mut self) {
+        if !self.options.next_schedule_time || self.cj().metadata.deletion_timestamp.is_some() {
+            return;
+        }
+        let value = beyond::next_schedule_time_value(self.cj(), &self.now);
+        let at = value.as_deref().and_then(|v| v.parse().ok());
+        if beyond::set_next_schedule_time(&mut self.copy, value) {
+            self.update_status = true;
+        }
+        self.effects.push(Effect::NextScheduleTime(at));
     }
 
     pub(super) fn after_delete(
@@ -510,6 +689,21 @@ impl SyncState {
             },
             GetJobResume::AlreadyExists(create) => match result {
                 Err(e) => Phase::stop(SyncError::GetJob(e)),
+                // A second trigger within the minute: its Job exists already, the value is done.
+                Ok(job)
+                    if matches!(create.kind, CreateKind::Trigger { .. })
+                        && (!is_controlled_by(&job, self.cj())
+                            || in_active_list(
+                                self.cj(),
+                                job.metadata.uid.as_deref().unwrap_or_default(),
+                            )) =>
+                {
+                    if let CreateKind::Trigger { value, .. } = &create.kind {
+                        beyond::mark_trigger_handled(&mut self.copy, value);
+                    }
+                    self.update_status = true;
+                    Phase::done()
+                }
                 // Created by someone else: assume they update the status.
                 Ok(job) if !is_controlled_by(&job, self.cj()) => Phase::done(),
                 Ok(job) if in_active_list(self.cj(), job.metadata.uid.as_deref().unwrap_or_default()) => {
@@ -534,7 +728,20 @@ impl SyncState {
                 self.effects.push(Effect::CreationSkew {
                     seconds: go_seconds(go_sub(created, create.scheduled.timestamp())),
                 });
-                self.event(events::successful_create(job.metadata.name.as_deref().unwrap_or_default()));
+                let name = job.metadata.name.as_deref().unwrap_or_default();
+                self.event(events::successful_create(name));
+                match &create.kind {
+                    CreateKind::Scheduled { catching_up: true, catch_up_after, .. } => {
+                        self.event(events::catch_up(name, create.scheduled.timestamp(), *catch_up_after));
+                        self.effects.push(Effect::CaughtUp);
+                    }
+                    CreateKind::Scheduled { .. } => {}
+                    CreateKind::Trigger { value, replaced } => {
+                        self.event(events::triggered(name, value, *replaced));
+                        let result = if *replaced { TriggerResult::Replaced } else { TriggerResult::Ran };
+                        self.effects.push(Effect::Trigger(result));
+                    }
+                }
                 self.record_job(job, &create)
             }
             Err(e) => match e.kind {
@@ -543,7 +750,7 @@ impl SyncState {
                 ApiErrorKind::AlreadyExists => {
                     // Upstream (k/k#136920) reads it from the CronJob's namespace.
                     let namespace = self.namespace();
-                    let name = job_name(self.cj(), create.scheduled.timestamp());
+                    let name = create.job_name(self.cj());
                     return self.step(|state| {
                         Next::GetJob(GetJob {
                             namespace,

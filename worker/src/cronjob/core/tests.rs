@@ -222,6 +222,8 @@ struct Trace {
     got_cronjob: usize,
     updates: Vec<CronJob>,
     outcome: Option<Outcome>,
+    /// The effects beyond upstream.
+    signals: Vec<Effect>,
 }
 
 impl Trace {
@@ -249,6 +251,7 @@ fn drive(mut step: Step, api: &Fake) -> Trace {
             match effect {
                 Effect::Event(e) => trace.events.push(e),
                 Effect::CreationSkew { seconds } => trace.skews.push(seconds),
+                other => trace.signals.push(other),
             }
         }
         step = match step.next {
@@ -2065,3 +2068,8 @@ fn garbage_input_does_not_panic() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Beyond upstream (issue 30): catch-up, trigger-now, next-schedule-time, missed/Forbid signals
+
+mod beyond;
