@@ -170,3 +170,48 @@ async fn with_the_sweep_off_the_stray_pod_keeps_the_finalizer() {
         "no sweeper, no metrics"
     );
 }
+
+/// Upstream's own backup without the sweeper (`updateJob` → `cleanupPodFinalizers`): any update
+/// of a finished Job sends its pods that still hold the tracking finalizer to the orphan queue,
+/// which releases them.
+#[tokio::test]
+async fn an_update_of_a_finished_job_releases_its_stray_pod_as_upstream_does() {
+    let env = common::start_with(WorkerOptions {
+        job_timing: common::fast_timing(),
+        finalizer_sweep: SweepOptions { enabled: false, ..SweepOptions::default() },
+        ..WorkerOptions::default()
+    })
+    .await;
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &common::job("touched", json!({}), json!({"sim.batchfleet.io/run": "100ms"})),
+    )
+    .await
+    .expect("create the Job");
+    let job = common::wait_condition(&jobs, "touched", "Complete", WAIT).await;
+    let uid = job.metadata.uid.clone().expect("uid");
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
+    let stray: Pod = serde_json::from_value(json!({"metadata": {
+        "name": "touched-stray", "finalizers": [TRACKING],
+        "annotations": {"sim.batchfleet.io/run": "100ms"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "touched", "uid": uid, "controller": true}]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}))
+    .expect("a pod");
+    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    common::wait_until("the stray pod finished", WAIT, || async {
+        let p = pods.get("touched-stray").await.ok()?;
+        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
+    })
+    .await;
+    assert!(holds(&pods.get("touched-stray").await.expect("the pod")), "held until the Job changes");
+    let touch = json!({"metadata": {"annotations": {"example.com/touched": "yes"}}});
+    jobs.patch("touched", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&touch))
+        .await
+        .expect("touch the Job");
+    common::wait_until("the stray pod released", WAIT, || async {
+        let p = pods.get("touched-stray").await.ok()?;
+        (!holds(&p)).then_some(())
+    })
+    .await;
+}

@@ -185,6 +185,20 @@ impl JobController {
         if changed {
             self.queue.add(ObjectKey::of(&job.metadata));
         }
+        // `updateJob`'s backup, `cleanupPodFinalizers`: a finished Job's pods that still hold
+        // the tracking finalizer go to the orphan queue, which releases them.
+        if old.is_some() && core::is_job_finished(job) {
+            self.release_tracked_pods(job);
+        }
+    }
+
+    /// Puts the Job's pods that hold the tracking finalizer on the orphan queue.
+    fn release_tracked_pods(&self, job: &Job) {
+        for pod in self.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
+            if has_tracking_finalizer(&pod) {
+                self.orphans.add(ObjectKey::of(&pod.metadata));
+            }
+        }
     }
 
     fn on_job_deleted(&self, job: &Job) {
@@ -195,11 +209,7 @@ impl JobController {
         self.backoff.lock().remove(key);
         self.stall.lock().remove(key);
         // Its pods may now be orphans holding the tracking finalizer.
-        for pod in self.pods_of(job.metadata.uid.as_deref().unwrap_or_default()) {
-            if has_tracking_finalizer(&pod) {
-                self.orphans.add(ObjectKey::of(&pod.metadata));
-            }
-        }
+        self.release_tracked_pods(job);
     }
 
     fn job_by_uid(&self, uid: &str) -> Option<Arc<Job>> {
