@@ -1,6 +1,6 @@
 //! client-go's token bucket with a fair queue in front: the same `--kube-api-qps` and
 //! `--kube-api-burst`, but when requests wait for tokens they get them in [`FairQueue`] order
-//! (classes, then namespaces, then Jobs) instead of first come, first served.
+//! (namespaces, then classes, then Jobs) instead of first come, first served.
 //!
 //! A request that finds a token and nobody waiting goes at once, as with client-go. Otherwise it
 //! queues, and one dispatcher task per budget hands tokens out at `qps` in the queue's order. The

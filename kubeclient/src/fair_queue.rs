@@ -1,12 +1,17 @@
-//! The order in which a client's waiting requests get their tokens: by class first, then round
-//! robin across namespaces, then round robin across the flows (Jobs) inside a namespace.
+//! The order in which a client's waiting requests get their tokens: round robin across
+//! namespaces, then by class inside a namespace, then round robin across the flows (Jobs) of a
+//! class.
 //!
 //! client-go serves a client's requests first come, first served behind one token bucket, so a
 //! namespace whose Job wants 50,000 pods takes the whole budget until they are created, and a
 //! Job that is done waits behind them to write its status and release its pods' finalizers
 //! (kubernetes/kubernetes#80397, #128625). This is deficit round robin with a quantum of one
-//! request, each request costing one token, under strict priority between classes: a class
-//! below is served only while the classes above have nothing waiting. Pure: no clock, no I/O.
+//! request, each request costing one token. Namespaces come first: a namespace's own finishing
+//! writes (a large Job's thousands of finalizer removals) must not take the whole budget from
+//! the others, which strict priority between classes across namespaces would let them. Inside a
+//! namespace a class below is served only while the classes above have nothing waiting, so a
+//! Job that is done waits at most a round of the other namespaces, never another Job's creates.
+//! Pure: no clock, no I/O.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -50,23 +55,29 @@ pub struct Ticket {
 }
 
 #[derive(Debug, Default)]
-struct Namespace {
+struct Class {
     /// Flows with requests waiting, in their turn order.
     turns: VecDeque<String>,
     waiting: HashMap<String, VecDeque<u64>>,
 }
 
 #[derive(Debug, Default)]
-struct Class {
-    /// Namespaces with requests waiting, in their turn order.
-    turns: VecDeque<String>,
-    namespaces: HashMap<String, Namespace>,
+struct Namespace {
+    classes: [Class; 3],
+}
+
+impl Namespace {
+    fn is_empty(&self) -> bool {
+        self.classes.iter().all(|c| c.turns.is_empty())
+    }
 }
 
 /// The waiting requests, by id.
 #[derive(Debug, Default)]
 pub struct FairQueue {
-    classes: [Class; 3],
+    /// Namespaces with requests waiting, in their turn order.
+    turns: VecDeque<String>,
+    namespaces: HashMap<String, Namespace>,
     len: usize,
 }
 
@@ -85,23 +96,22 @@ impl FairQueue {
 
     /// Requests of `class` waiting.
     pub fn waiting_in(&self, class: RequestClass) -> usize {
-        self.classes[class.index()]
-            .namespaces
+        self.namespaces
             .values()
-            .flat_map(|n| n.waiting.values())
+            .flat_map(|n| n.classes[class.index()].waiting.values())
             .map(VecDeque::len)
             .sum()
     }
 
     /// Queues request `id`; it is served after the requests of its flow queued before it.
     pub fn push(&mut self, ticket: &Ticket, id: u64) {
-        let class = &mut self.classes[ticket.class.index()];
-        let namespace = class.namespaces.entry(ticket.namespace.clone()).or_insert_with(|| {
-            class.turns.push_back(ticket.namespace.clone());
+        let namespace = self.namespaces.entry(ticket.namespace.clone()).or_insert_with(|| {
+            self.turns.push_back(ticket.namespace.clone());
             Namespace::default()
         });
-        let flow = namespace.waiting.entry(ticket.flow.clone()).or_insert_with(|| {
-            namespace.turns.push_back(ticket.flow.clone());
+        let class = &mut namespace.classes[ticket.class.index()];
+        let flow = class.waiting.entry(ticket.flow.clone()).or_insert_with(|| {
+            class.turns.push_back(ticket.flow.clone());
             VecDeque::new()
         });
         flow.push_back(id);
@@ -110,21 +120,21 @@ impl FairQueue {
 
     /// The request to serve next, taken out of the queue.
     pub fn pop(&mut self) -> Option<u64> {
-        let class = self.classes.iter_mut().find(|c| !c.turns.is_empty())?;
-        let ns_name = class.turns.pop_front()?;
-        let namespace = class.namespaces.get_mut(&ns_name)?;
-        let flow_name = namespace.turns.pop_front()?;
-        let flow = namespace.waiting.get_mut(&flow_name)?;
+        let ns_name = self.turns.pop_front()?;
+        let namespace = self.namespaces.get_mut(&ns_name)?;
+        let class = namespace.classes.iter_mut().find(|c| !c.turns.is_empty())?;
+        let flow_name = class.turns.pop_front()?;
+        let flow = class.waiting.get_mut(&flow_name)?;
         let id = flow.pop_front()?;
         if flow.is_empty() {
-            namespace.waiting.remove(&flow_name);
+            class.waiting.remove(&flow_name);
         } else {
-            namespace.turns.push_back(flow_name);
+            class.turns.push_back(flow_name);
         }
-        if namespace.turns.is_empty() {
-            class.namespaces.remove(&ns_name);
+        if namespace.is_empty() {
+            self.namespaces.remove(&ns_name);
         } else {
-            class.turns.push_back(ns_name);
+            self.turns.push_back(ns_name);
         }
         self.len -= 1;
         Some(id)
@@ -169,21 +179,34 @@ mod tests {
         assert_eq!(drain(&mut q), vec![0, 9, 1, 2]);
     }
 
-    /// k/k#128625: a finished Job's status write and finalizer removals wait behind no creates,
-    /// queued however late.
+    /// k/k#128625: inside a namespace, a finished Job's status write and finalizer removals wait
+    /// behind no creates, queued however late.
     #[test]
-    fn finishing_writes_go_before_everything_and_creates_last() {
+    fn inside_a_namespace_finishing_writes_go_first_and_creates_last() {
         let mut q = FairQueue::new();
         q.push(&ticket(RequestClass::Create, "a", "j1"), 1);
         q.push(&ticket(RequestClass::Other, "a", ""), 2);
-        q.push(&ticket(RequestClass::Create, "b", "j2"), 3);
-        q.push(&ticket(RequestClass::Finish, "b", ""), 4);
+        q.push(&ticket(RequestClass::Create, "a", "j2"), 3);
+        q.push(&ticket(RequestClass::Finish, "a", ""), 4);
         assert_eq!(q.waiting_in(RequestClass::Create), 2);
         assert_eq!(q.pop(), Some(4));
         assert_eq!(q.pop(), Some(2));
         q.push(&ticket(RequestClass::Finish, "a", ""), 5);
         assert_eq!(q.pop(), Some(5), "a finishing write queued later still goes first");
         assert_eq!(drain(&mut q), vec![1, 3]);
+    }
+
+    /// A namespace's finishing writes (a large Job's finalizer removals) do not take the budget
+    /// from another namespace's creates: namespaces take turns whatever their classes.
+    #[test]
+    fn one_namespaces_finishing_writes_take_turns_with_another_namespaces_creates() {
+        let mut q = FairQueue::new();
+        for id in 0..3 {
+            q.push(&ticket(RequestClass::Finish, "noisy", ""), id);
+        }
+        q.push(&ticket(RequestClass::Create, "quiet", "small"), 10);
+        q.push(&ticket(RequestClass::Create, "quiet", "small"), 11);
+        assert_eq!(drain(&mut q), vec![0, 10, 1, 11, 2]);
     }
 
     /// Within one flow, requests keep their order (a Job's creates in the order it issued them).

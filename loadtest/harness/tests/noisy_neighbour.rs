@@ -27,6 +27,7 @@ async fn small_jobs_beside_a_large_one_finish_sooner_with_the_fair_budget() {
     spec["large_job_pods"] = 1500.into();
     spec["small_jobs"] = 12.into();
     spec["small_namespaces"] = 4.into();
+    spec["small_jobs_per_second"] = 4.into();
     spec["small_jobs_after_large_pods"] = 200.into();
     spec["nodes"] = 3.into();
     spec["worker"]["kube_api_qps"] = 50.into();

@@ -41,6 +41,8 @@ pub struct Spec {
     pub small_namespaces: usize,
     /// Completions (and parallelism) of each small Job.
     pub small_completions: u32,
+    /// Small Jobs created per second (spread, as a steady stream of work would come).
+    pub small_jobs_per_second: f64,
     /// How long every pod runs.
     pub pod_run: String,
     /// The large Job's pods created before the small Jobs come.
@@ -86,8 +88,11 @@ pub fn load(name_or_path: &str) -> Result<Spec, String> {
         || spec.small_completions == 0
         || spec.nodes == 0
         || spec.worker.kube_api_qps <= 0.0
+        || !(spec.small_jobs_per_second.is_finite() && spec.small_jobs_per_second > 0.0)
     {
-        return Err(format!("{name_or_path}: the counts and worker.kube_api_qps must be above 0"));
+        return Err(format!(
+            "{name_or_path}: the counts, small_jobs_per_second and worker.kube_api_qps must be above 0"
+        ));
     }
     Ok(spec)
 }
@@ -333,7 +338,10 @@ async fn run_sitting(spec: &Spec, sitting: Sitting, out: &Path) -> anyhow::Resul
         }
     });
     let mut created = BTreeMap::new();
+    let stream_started = tokio::time::Instant::now();
     for i in 0..spec.small_jobs {
+        let due = stream_started + Duration::from_secs_f64(i as f64 / spec.small_jobs_per_second);
+        tokio::time::sleep_until(due).await;
         let ns = &small_namespaces[i % small_namespaces.len()];
         let name = format!("small-{i:04}");
         Api::<Job>::namespaced(client.clone(), ns)
