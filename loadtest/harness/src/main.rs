@@ -171,23 +171,8 @@ fn run_scenario(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     if args.scenario == run::fleet_scale::NAME {
         return run_fleet_scale(args, log_format);
     }
-    if run::podgc_policy::is_podgc_policy(&args.scenario) {
-        return run_podgc_policy(args, log_format);
-    }
-    if run::noisy_neighbour::is_noisy_neighbour(&args.scenario) {
-        return run_noisy_neighbour(args, log_format);
-    }
-    if run::quota_deadlock::is_quota_deadlock(&args.scenario) {
-        return run_quota_deadlock(args, log_format);
-    }
-    if run::finalizer_leak::is_finalizer_leak(&args.scenario) {
-        return run_finalizer_leak(args, log_format);
-    }
-    if run::ttl_wave::is_ttl_wave(&args.scenario) {
-        return run_ttl_wave(args, log_format);
-    }
-    if run::cron_outage::is_cron_outage(&args.scenario) {
-        return run_cron_outage(args, log_format);
+    if let Some(exit) = run_own_kind(&args, log_format) {
+        return exit;
     }
     let (name, scenario) = match run::load(&args) {
         Ok(loaded) => loaded,
@@ -222,9 +207,22 @@ fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
     until_stopped(run::fleet_scale::run(&args.fleet_scale, args.workers, args.store, &out), &out)
 }
 
-/// `loadtest run noisy-neighbour` (or a file of its kind): three sittings, each with its own sim
-/// and standalone worker (`run/noisy_neighbour.rs`); exit codes as for any run.
-fn run_noisy_neighbour(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
+/// `loadtest run <kind>` for a scenario of a kind of its own (`run/<kind>.rs`, found by the
+/// file's `kind`); `None` for a Job workload. Each starts its own sim and processes, so the
+/// flags that aim a run at a cluster or a fleet are refused (exit 2); otherwise exit codes as
+/// for any run.
+fn run_own_kind(args: &run::RunArgs, log_format: LogFormat) -> Option<ExitCode> {
+    use run::{cron_outage, finalizer_leak, noisy_neighbour, podgc_policy, quota_deadlock, ttl_wave};
+    let kind = [
+        podgc_policy::KIND,
+        noisy_neighbour::KIND,
+        quota_deadlock::KIND,
+        finalizer_leak::KIND,
+        ttl_wave::KIND,
+        cron_outage::KIND,
+    ]
+    .into_iter()
+    .find(|kind| run::own_kind::is_of_kind(&args.scenario, kind))?;
     if args.target.kubeconfig.is_some()
         || args.target.fleet != run::FleetChoice::Scenario
         || args.replay
@@ -233,178 +231,42 @@ fn run_noisy_neighbour(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
         || args.fleet_scale.any()
     {
         eprintln!(
-            "loadtest: {}: starts its own sims and workers; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
+            "loadtest: {}: starts its own sim and processes; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
             args.scenario
         );
-        return ExitCode::from(2);
+        return Some(ExitCode::from(2));
     }
-    let spec = match run::noisy_neighbour::load(&args.scenario) {
-        Ok(spec) => spec,
+    let out = args.out.clone().unwrap_or_else(|| run::default_out(kind));
+    let name = args.scenario.as_str();
+    type Run<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<(bool, PathBuf)>> + 'a>>;
+    let loaded: Result<Run<'_>, String> = match kind {
+        podgc_policy::KIND => {
+            podgc_policy::load(name).map(|s| Box::pin(podgc_policy::run(kind, s, &out)) as Run<'_>)
+        }
+        noisy_neighbour::KIND => {
+            noisy_neighbour::load(name).map(|s| Box::pin(noisy_neighbour::run(kind, s, &out)) as Run<'_>)
+        }
+        quota_deadlock::KIND => {
+            quota_deadlock::load(name).map(|s| Box::pin(quota_deadlock::run(kind, s, &out)) as Run<'_>)
+        }
+        finalizer_leak::KIND => {
+            finalizer_leak::load(name).map(|s| Box::pin(finalizer_leak::run(kind, s, &out)) as Run<'_>)
+        }
+        ttl_wave::KIND => ttl_wave::load(name).map(|s| Box::pin(ttl_wave::run(kind, s, &out)) as Run<'_>),
+        _ => cron_outage::load(name).map(|s| Box::pin(cron_outage::run(kind, s, &out)) as Run<'_>),
+    };
+    let run = match loaded {
+        Ok(run) => run,
         Err(e) => {
             eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
+            return Some(ExitCode::from(2));
         }
     };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::noisy_neighbour::KIND));
     if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
         eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
+        return Some(ExitCode::FAILURE);
     }
-    until_stopped(run::noisy_neighbour::run(run::noisy_neighbour::KIND, spec, &out), &out)
-}
-
-/// `loadtest run finalizer-leak` (or a file of its kind): its own sim, fleet and Jobs
-/// (`run/finalizer_leak.rs`); exit codes as for any run.
-fn run_finalizer_leak(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
-    if args.target.kubeconfig.is_some()
-        || args.target.fleet != run::FleetChoice::Scenario
-        || args.replay
-        || args.workers.is_some()
-        || args.store.is_some()
-        || args.fleet_scale.any()
-    {
-        eprintln!(
-            "loadtest: {}: starts its own sim and fleet; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
-            args.scenario
-        );
-        return ExitCode::from(2);
-    }
-    let spec = match run::finalizer_leak::load(&args.scenario) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::finalizer_leak::KIND));
-    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
-        eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
-    until_stopped(run::finalizer_leak::run(run::finalizer_leak::KIND, spec, &out), &out)
-}
-
-/// pods (`run/ttl_wave.rs`); exit codes as for any run.
-fn run_ttl_wave(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
-    if args.target.kubeconfig.is_some()
-        || args.target.fleet != run::FleetChoice::Scenario
-        || args.replay
-        || args.workers.is_some()
-        || args.store.is_some()
-        || args.fleet_scale.any()
-    {
-        eprintln!(
-            "loadtest: {}: starts its own sim and fleet; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
-            args.scenario
-        );
-        return ExitCode::from(2);
-    }
-    let spec = match run::ttl_wave::load(&args.scenario) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::ttl_wave::KIND));
-    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
-        eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
-    until_stopped(run::ttl_wave::run(run::ttl_wave::KIND, spec, &out), &out)
-}
-
-/// `loadtest run cron-outage` (or a file of its kind): its own sim, CronJobs and standalone
-/// worker, killed and started again (`run/cron_outage.rs`); exit codes as for any run.
-fn run_cron_outage(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
-    if args.target.kubeconfig.is_some()
-        || args.target.fleet != run::FleetChoice::Scenario
-        || args.replay
-        || args.workers.is_some()
-        || args.store.is_some()
-        || args.fleet_scale.any()
-    {
-        eprintln!(
-            "loadtest: {}: starts its own sim and worker; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
-            args.scenario
-        );
-        return ExitCode::from(2);
-    }
-    let spec = match run::cron_outage::load(&args.scenario) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::cron_outage::KIND));
-    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
-        eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
-    until_stopped(run::cron_outage::run(run::cron_outage::KIND, spec, &out), &out)
-}
-
-/// `loadtest run podgc-policy` (or a file of its kind): its own sim, pods and coordinator
-/// (`run/podgc_policy.rs`); exit codes as for any run.
-fn run_podgc_policy(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
-    if args.target.kubeconfig.is_some()
-        || args.target.fleet != run::FleetChoice::Scenario
-        || args.replay
-        || args.workers.is_some()
-        || args.store.is_some()
-        || args.fleet_scale.any()
-    {
-        eprintln!(
-            "loadtest: {}: starts its own sim and coordinator; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
-            args.scenario
-        );
-        return ExitCode::from(2);
-    }
-    let spec = match run::podgc_policy::load(&args.scenario) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::podgc_policy::KIND));
-    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
-        eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
-    until_stopped(run::podgc_policy::run(run::podgc_policy::KIND, spec, &out), &out)
-}
-
-/// `loadtest run quota-deadlock` (or a file of its kind): its own sim, quota, fleet and Jobs
-/// (`run/quota_deadlock.rs`); exit codes as for any run.
-fn run_quota_deadlock(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
-    if args.target.kubeconfig.is_some()
-        || args.target.fleet != run::FleetChoice::Scenario
-        || args.replay
-        || args.workers.is_some()
-        || args.store.is_some()
-        || args.fleet_scale.any()
-    {
-        eprintln!(
-            "loadtest: {}: starts its own sim and fleet; drop --kubeconfig, --fleet, --replay, --workers, --store and the fleet-scale flags",
-            args.scenario
-        );
-        return ExitCode::from(2);
-    }
-    let spec = match run::quota_deadlock::load(&args.scenario) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let out = args.out.clone().unwrap_or_else(|| run::default_out(run::quota_deadlock::KIND));
-    if let Err(e) = log_to_file(&out.join("loadtest.log"), log_format) {
-        eprintln!("loadtest: creating {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
-    until_stopped(run::quota_deadlock::run(run::quota_deadlock::KIND, spec, &out), &out)
+    Some(until_stopped(run, &out))
 }
 
 /// Runs `run` to its report, or until Ctrl-C or SIGTERM drops it, and with it every process it

@@ -89,25 +89,9 @@ fn duration(d: &str) -> Result<SignedDuration, String> {
         .and_then(|d| SignedDuration::try_from(d).map_err(|e| e.to_string()))
 }
 
-pub fn is_cron_outage(name_or_path: &str) -> bool {
-    read_spec(name_or_path).is_ok_and(|text| {
-        serde_yaml::from_str::<serde_yaml::Value>(&text).is_ok_and(|v| v["kind"].as_str() == Some(KIND))
-    })
-}
-
-fn read_spec(name_or_path: &str) -> std::io::Result<String> {
-    let path = Path::new(name_or_path);
-    let path: PathBuf = if path.is_file() {
-        path.to_path_buf()
-    } else {
-        crate::scenario::scenarios_dir().join(format!("{name_or_path}.yaml"))
-    };
-    std::fs::read_to_string(path)
-}
-
 /// The spec, or what is wrong with it (exit 2).
 pub fn load(name_or_path: &str) -> Result<Spec, String> {
-    let text = read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
+    let text = super::own_kind::read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
     let spec: Spec = serde_yaml::from_str(&text).map_err(|e| format!("{name_or_path}: {e}"))?;
     for (field, value) in
         [("run_before", &spec.run_before), ("outage", &spec.outage), ("run_after", &spec.run_after)]
@@ -469,7 +453,7 @@ mod tests {
         let spec = load("cron-outage").expect("the shipped file");
         assert_eq!((spec.cronjobs, spec.every_minutes, spec.catch_up), (1000, 20, 3));
         let dir = tempfile::tempdir().unwrap();
-        let text = read_spec("cron-outage").unwrap();
+        let text = crate::run::own_kind::read_spec("cron-outage").unwrap();
         for (from, to, field) in [
             ("every_minutes: 20", "every_minutes: 7", "every_minutes"),
             ("outage: 3h", "outage: soon", "outage"),

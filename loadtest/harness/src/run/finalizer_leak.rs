@@ -93,30 +93,13 @@ pub struct Goals {
     pub released_within_after_reject: String,
 }
 
-/// Whether `name_or_path` (as `loadtest run` takes it) is a scenario of this kind.
-pub fn is_finalizer_leak(name_or_path: &str) -> bool {
-    read_spec(name_or_path).is_ok_and(|text| {
-        serde_yaml::from_str::<serde_yaml::Value>(&text).is_ok_and(|v| v["kind"].as_str() == Some(KIND))
-    })
-}
-
-fn read_spec(name_or_path: &str) -> std::io::Result<String> {
-    let path = Path::new(name_or_path);
-    let path: PathBuf = if path.is_file() {
-        path.to_path_buf()
-    } else {
-        crate::scenario::scenarios_dir().join(format!("{name_or_path}.yaml"))
-    };
-    std::fs::read_to_string(path)
-}
-
 fn span(d: &str) -> Duration {
     humantime::parse_duration(d).unwrap_or_default()
 }
 
 /// The spec, or what is wrong with it (exit 2).
 pub fn load(name_or_path: &str) -> Result<Spec, String> {
-    let text = read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
+    let text = super::own_kind::read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
     let spec: Spec = serde_yaml::from_str(&text).map_err(|e| format!("{name_or_path}: {e}"))?;
     for (field, value) in [
         ("pod_run", &spec.pod_run),
@@ -676,7 +659,7 @@ mod tests {
     fn the_scenario_loads_and_a_refusal_must_be_a_policys() {
         let spec = load(KIND).expect("the scenario loads");
         assert_eq!(spec.kind, KIND);
-        assert!(is_finalizer_leak(KIND));
+        assert!(crate::run::own_kind::is_of_kind(KIND, KIND));
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("bad.yaml");
         let text = std::fs::read_to_string(crate::scenario::scenarios_dir().join("finalizer-leak.yaml"))

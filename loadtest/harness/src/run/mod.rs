@@ -11,6 +11,7 @@ pub mod fleet_scale;
 mod leader_metrics;
 mod lease_lapses;
 pub mod noisy_neighbour;
+pub mod own_kind;
 pub mod podgc_policy;
 pub(crate) mod progress;
 pub mod quota_deadlock;

@@ -68,16 +68,9 @@ pub struct Goals {
     pub small_p99_ratio: f64,
 }
 
-/// Whether `name_or_path` (as `loadtest run` takes it) is a scenario of this kind.
-pub fn is_noisy_neighbour(name_or_path: &str) -> bool {
-    super::podgc_policy::read_spec(name_or_path).is_ok_and(|text| {
-        serde_yaml::from_str::<serde_yaml::Value>(&text).is_ok_and(|v| v["kind"].as_str() == Some(KIND))
-    })
-}
-
 /// The spec, or what is wrong with it (exit 2).
 pub fn load(name_or_path: &str) -> Result<Spec, String> {
-    let text = super::podgc_policy::read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
+    let text = super::own_kind::read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
     let spec: Spec = serde_yaml::from_str(&text).map_err(|e| format!("{name_or_path}: {e}"))?;
     for (field, value) in [("pod_run", &spec.pod_run), ("settle", &spec.settle)] {
         humantime::parse_duration(value).map_err(|e| format!("{name_or_path}: {field}: {e}"))?;

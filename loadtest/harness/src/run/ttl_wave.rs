@@ -66,26 +66,9 @@ pub struct FleetSpec {
     pub ttl_max_deletions_per_second: f64,
 }
 
-/// Whether `name_or_path` (as `loadtest run` takes it) is a scenario of this kind.
-pub fn is_ttl_wave(name_or_path: &str) -> bool {
-    read_spec(name_or_path).is_ok_and(|text| {
-        serde_yaml::from_str::<serde_yaml::Value>(&text).is_ok_and(|v| v["kind"].as_str() == Some(KIND))
-    })
-}
-
-fn read_spec(name_or_path: &str) -> std::io::Result<String> {
-    let path = Path::new(name_or_path);
-    let path: PathBuf = if path.is_file() {
-        path.to_path_buf()
-    } else {
-        crate::scenario::scenarios_dir().join(format!("{name_or_path}.yaml"))
-    };
-    std::fs::read_to_string(path)
-}
-
 /// The spec, or what is wrong with it (exit 2).
 pub fn load(name_or_path: &str) -> Result<Spec, String> {
-    let text = read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
+    let text = super::own_kind::read_spec(name_or_path).map_err(|e| format!("{name_or_path}: {e}"))?;
     let spec: Spec = serde_yaml::from_str(&text).map_err(|e| format!("{name_or_path}: {e}"))?;
     humantime::parse_duration(&spec.settle).map_err(|e| format!("{name_or_path}: settle: {e}"))?;
     if spec.jobs == 0 || spec.namespaces == 0 || spec.fleet.workers == 0 {
@@ -584,6 +567,6 @@ mod tests {
     fn the_scenario_loads() {
         let spec = load("ttl-wave").expect("loads");
         assert_eq!(spec.kind, KIND);
-        assert!(is_ttl_wave("ttl-wave"));
+        assert!(crate::run::own_kind::is_of_kind("ttl-wave", KIND));
     }
 }
