@@ -10,6 +10,7 @@ pub mod finalizers;
 pub mod fleet;
 pub mod health;
 pub mod informer;
+pub mod jitter;
 pub mod job;
 pub mod retry;
 pub mod runtime;

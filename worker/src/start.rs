@@ -371,7 +371,7 @@ pub async fn start_on_shards_with(
     let ttl_queue = WorkQueue::new(api_backoff, QueueMetrics::register(&registry, "ttl_jobs_to_delete")?);
     let ttl_queue_watch = ttl_queue.clone();
     // One pace for both TTL controllers; its jitter seeded apart on each worker.
-    let smoothing = Smoothing::new(opts.ttl_max_deletions_per_second, rand::random()).map(Arc::new);
+    let smoothing = Smoothing::new(opts.ttl_max_deletions_per_second, crate::jitter::seed()).map(Arc::new);
     let ttl = TtlController::new(
         client_of("ttl"),
         informers.jobs.clone(),

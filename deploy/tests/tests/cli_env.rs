@@ -1,7 +1,7 @@
 //! Every flag of the fleet's processes has an environment variable, as docs/architecture.md and
 //! docs/configuration.md say: a container sets a flag through `env` as easily as through `args`.
 //! The exceptions are listed here and in docs/configuration.md: `--help` and `--version`,
-//! fleetctl's per-command arguments (a preview's `--time-zone`, `--from`, `--count`, and
+//! fleetctl's per-command arguments (a preview's `--cronjob`, `--time-zone`, `--from`, `--count`, and
 //! `rebalance --dry-run`: what one invocation asks, not a setting), and the `loadtest` harness,
 //! which is a development tool.
 
@@ -9,6 +9,7 @@ use batchfleet_sim::testing::workspace_binary;
 
 /// Flags no environment variable sets, per binary and subcommand.
 const WITHOUT_ENV: &[(&str, &str, &str)] = &[
+    ("fleetctl", "schedule", "--cronjob"),
     ("fleetctl", "schedule", "--time-zone"),
     ("fleetctl", "schedule", "--from"),
     ("fleetctl", "schedule", "--count"),

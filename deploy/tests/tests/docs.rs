@@ -145,7 +145,7 @@ fn generate() -> String {
          (`FLEET_WORKER_ID` and `FLEET_COORDINATOR_ID` from the pod name, `POD_NAMESPACE` for the \
          store's namespace, `POD_IP` for the leader's advertised address) and the rest as flags. \
          Every flag of `fleet-coordinator`, `fleet-worker` and `fleetctl` has an environment \
-         variable but fleetctl's per-invocation arguments (`schedule --time-zone`, `--from`, \
+         variable but fleetctl's per-invocation arguments (`schedule --cronjob`, `--time-zone`, `--from`, \
          `--count`; `rebalance --dry-run`); the `loadtest` harness's flags have none but \
          `--log-format` (deploy/tests/tests/cli_env.rs pins this). \
          `RUST_LOG` (e.g. `info,batchfleet_worker=debug`) sets the log level of every binary, \

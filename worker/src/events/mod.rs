@@ -225,7 +225,7 @@ async fn record(
                 // Upstream randomises the first wait, so recorders that lost the API server
                 // together do not come back in step.
                 let wait =
-                    if attempt == 1 { RETRY_SLEEP.mul_f64(rand::random::<f64>()) } else { RETRY_SLEEP };
+                    if attempt == 1 { RETRY_SLEEP.mul_f64(crate::jitter::fraction()) } else { RETRY_SLEEP };
                 tokio::time::sleep(wait).await;
             }
             Err(e) => {
