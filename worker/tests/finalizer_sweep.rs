@@ -29,6 +29,33 @@ fn gauge(metrics: &str, name: &str) -> Option<f64> {
     metrics.lines().find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
 }
 
+/// Job `name` run to Complete; its uid.
+async fn completed_job(client: &kube::Client, name: &str) -> String {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &common::job(name, json!({}), json!({"sim.batchfleet.io/run": "100ms"})),
+    )
+    .await
+    .expect("create the Job");
+    let job = common::wait_condition(&jobs, name, "Complete", WAIT).await;
+    job.metadata.uid.clone().expect("uid")
+}
+
+/// A pod `<job>-stray` that holds the tracking finalizer under the finished Job (k/k#109429's
+/// extra pod); the pods' API.
+async fn create_stray_pod(client: &kube::Client, job: &str, uid: &str) -> Api<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let stray: Pod = serde_json::from_value(json!({"metadata": {
+        "name": format!("{job}-stray"), "finalizers": [TRACKING],
+        "annotations": {"sim.batchfleet.io/run": "100ms"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uid, "controller": true}]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}))
+    .expect("a pod");
+    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    pods
+}
+
 #[tokio::test]
 async fn a_stray_pod_of_a_finished_job_loses_the_finalizer_once_the_webhook_lets_it() {
     let sweep = SweepOptions {
@@ -43,15 +70,7 @@ async fn a_stray_pod_of_a_finished_job_loses_the_finalizer_once_the_webhook_lets
         ..WorkerOptions::default()
     })
     .await;
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
-    jobs.create(
-        &PostParams::default(),
-        &common::job("done", json!({}), json!({"sim.batchfleet.io/run": "100ms"})),
-    )
-    .await
-    .expect("create the Job");
-    let job = common::wait_condition(&jobs, "done", "Complete", WAIT).await;
-    let uid = job.metadata.uid.clone().expect("uid");
+    let uid = completed_job(&env.client, "done").await;
     env.sim.faults().configure(FaultConfig {
         rules: vec![FaultRule {
             verb: "patch".into(),
@@ -62,14 +81,7 @@ async fn a_stray_pod_of_a_finished_job_loses_the_finalizer_once_the_webhook_lets
         }],
         ..FaultConfig::default()
     });
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let stray: Pod = serde_json::from_value(json!({"metadata": {
-        "name": "done-stray", "finalizers": [TRACKING],
-        "annotations": {"sim.batchfleet.io/run": "100ms"},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "done", "uid": uid, "controller": true}]},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}))
-    .expect("a pod");
-    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    let pods = create_stray_pod(&env.client, "done", &uid).await;
 
     let events: Api<Event> = Api::namespaced(env.client.clone(), "default");
     let told = common::wait_until("the refusal told on the pod and the Job", WAIT, || async {
@@ -139,23 +151,8 @@ async fn with_the_sweep_off_the_stray_pod_keeps_the_finalizer() {
         ..WorkerOptions::default()
     })
     .await;
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
-    jobs.create(
-        &PostParams::default(),
-        &common::job("done", json!({}), json!({"sim.batchfleet.io/run": "100ms"})),
-    )
-    .await
-    .expect("create the Job");
-    let job = common::wait_condition(&jobs, "done", "Complete", WAIT).await;
-    let uid = job.metadata.uid.clone().expect("uid");
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let stray: Pod = serde_json::from_value(json!({"metadata": {
-        "name": "done-stray", "finalizers": [TRACKING],
-        "annotations": {"sim.batchfleet.io/run": "100ms"},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "done", "uid": uid, "controller": true}]},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}))
-    .expect("a pod");
-    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    let uid = completed_job(&env.client, "done").await;
+    let pods = create_stray_pod(&env.client, "done", &uid).await;
     // Upstream's behaviour, the leak the sweeper exists for: the pod finishes and stays held.
     common::wait_until("the stray pod finished", WAIT, || async {
         let p = pods.get("done-stray").await.ok()?;
@@ -182,29 +179,15 @@ async fn an_update_of_a_finished_job_releases_its_stray_pod_as_upstream_does() {
         ..WorkerOptions::default()
     })
     .await;
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
-    jobs.create(
-        &PostParams::default(),
-        &common::job("touched", json!({}), json!({"sim.batchfleet.io/run": "100ms"})),
-    )
-    .await
-    .expect("create the Job");
-    let job = common::wait_condition(&jobs, "touched", "Complete", WAIT).await;
-    let uid = job.metadata.uid.clone().expect("uid");
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let stray: Pod = serde_json::from_value(json!({"metadata": {
-        "name": "touched-stray", "finalizers": [TRACKING],
-        "annotations": {"sim.batchfleet.io/run": "100ms"},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "touched", "uid": uid, "controller": true}]},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}))
-    .expect("a pod");
-    pods.create(&PostParams::default(), &stray).await.expect("create the stray pod");
+    let uid = completed_job(&env.client, "touched").await;
+    let pods = create_stray_pod(&env.client, "touched", &uid).await;
     common::wait_until("the stray pod finished", WAIT, || async {
         let p = pods.get("touched-stray").await.ok()?;
         (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
     })
     .await;
     assert!(holds(&pods.get("touched-stray").await.expect("the pod")), "held until the Job changes");
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let touch = json!({"metadata": {"annotations": {"example.com/touched": "yes"}}});
     jobs.patch("touched", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&touch))
         .await
