@@ -3,17 +3,7 @@
 //! file scaled down, the real `loadtest` and `fleet-worker` binaries. Every audit must pass:
 //! exactly the catch-up each annotation allows, none without it, no time twice.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn a_scaled_down_cron_outage_run_catches_up_exactly_what_the_annotations_allow() {
@@ -26,20 +16,9 @@ async fn a_scaled_down_cron_outage_run_catches_up_exactly_what_the_annotations_a
     spec["run_before"] = "20m".into();
     spec["outage"] = "2h".into();
     spec["run_after"] = "20m".into();
-    let file = dir.path().join("cron-outage-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     // Killed at :50, started again half a period after 2 hours: (00:50, 03:10] holds 7 times of a
     // 20-minute schedule, more than the catch-up of 3 allows.
     assert_eq!(report["missed_per_cronjob"], 7, "{shown}");

@@ -4,17 +4,7 @@
 //! keeps the finalizer, every refused pod patched later, the refusals told once per object,
 //! the backlog shown by the workers' gauge), and so must the release goal.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn a_scaled_down_finalizer_leak_run_leaves_no_pod_holding_the_finalizer() {
@@ -36,20 +26,9 @@ async fn a_scaled_down_finalizer_leak_run_leaves_no_pod_holding_the_finalizer() 
     spec["fleet"]["finalizer_sweep_period"] = "2s".into();
     spec["fleet"]["finalizer_sweep_grace"] = "2s".into();
     spec["settle"] = "120s".into();
-    let file = dir.path().join("finalizer-leak-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     assert_eq!(report["jobs_created"], 24, "{shown}");
     assert_eq!(report["jobs_orphaned"], 8, "{shown}");
     assert!(report["strays_made"].as_u64().expect("strays_made") > 0, "strays made: {report:#}");

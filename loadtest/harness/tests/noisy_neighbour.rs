@@ -5,17 +5,7 @@
 //! sitting, the large Job keeps creating beside them, and with the budget handed out fairly the
 //! small Jobs finish sooner than first come, first served lets them.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn small_jobs_beside_a_large_one_finish_sooner_with_the_fair_budget() {
@@ -33,20 +23,9 @@ async fn small_jobs_beside_a_large_one_finish_sooner_with_the_fair_budget() {
     spec["worker"]["kube_api_qps"] = 50.into();
     spec["worker"]["kube_api_burst"] = 50.into();
     spec["settle"] = "240s".into();
-    let file = dir.path().join("noisy-neighbour-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { report, shown, .. } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     let sittings = report["sittings"].as_array().expect("sittings");
     let names: Vec<&str> = sittings.iter().filter_map(|s| s["sitting"].as_str()).collect();
     assert_eq!(names, ["baseline", "fair", "arrival"], "{shown}");

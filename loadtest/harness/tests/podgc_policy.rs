@@ -5,17 +5,7 @@
 //! once); the goals are measured and reported, and the API budget must hold. The full size is
 //! run by hand.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn a_scaled_down_podgc_policy_run_deletes_exactly_what_the_policy_names() {
@@ -31,20 +21,9 @@ async fn a_scaled_down_podgc_policy_run_deletes_exactly_what_the_policy_names() 
     spec["coordinator"]["podgc_namespace_threshold"] = 150.into();
     spec["coordinator"]["terminated_pod_gc_threshold"] = 700.into();
     spec["caps"]["podgc-00"] = "60".into();
-    let file = dir.path().join("podgc-policy-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     assert_eq!(report["pods_created"], 3000, "{shown}");
     let expected = report["expected_deletions"].as_u64().expect("expected_deletions");
     assert!(expected > 1000 && expected < 3000, "the policy names some pods, not all: {expected}");

@@ -4,17 +4,7 @@
 //! binaries. The pods run longer than the quota is held, so the Jobs that do not fit stay refused
 //! until the raise. Every audit must pass and the exit code must say so.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn a_scaled_down_quota_deadlock_run_signals_the_blocked_jobs_and_clears_after_the_raise() {
@@ -31,20 +21,9 @@ async fn a_scaled_down_quota_deadlock_run_signals_the_blocked_jobs_and_clears_af
     spec["raised_pods"] = 20.into();
     spec["workers"] = 1.into();
     spec["settle"] = "90s".into();
-    let file = dir.path().join("quota-deadlock-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     let audits: Vec<&str> =
         report["audits"].as_array().expect("audits").iter().filter_map(|a| a["name"].as_str()).collect();
     assert_eq!(

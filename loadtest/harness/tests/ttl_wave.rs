@@ -5,17 +5,7 @@
 //! annotated bare pods on time, the bad value reported and kept, no worker above the flag in any
 //! second, every Job within TTL + count / rate + 2 s. The full size is run by hand.
 
-use std::process::Output;
-
-use tokio::process::Command;
-
-fn shown(output: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
 
 #[tokio::test]
 async fn a_scaled_down_ttl_wave_is_smoothed_under_the_flag() {
@@ -32,20 +22,9 @@ async fn a_scaled_down_ttl_wave_is_smoothed_under_the_flag() {
     spec["fleet"]["shards"] = 8.into();
     spec["fleet"]["ttl_max_deletions_per_second"] = 50.into();
     spec["settle"] = "60s".into();
-    let file = dir.path().join("ttl-wave-small.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&spec).expect("yaml")).expect("write");
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_loadtest"))
-        .args(["run", file.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("loadtest runs");
-    let shown = shown(&output);
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(out.join("report.json")).unwrap_or_else(|e| panic!("{e}\n{shown}")),
-    )
-    .expect("the report is JSON");
+    let common::Ran { output, report, shown } =
+        common::run_scenario(dir.path(), &serde_yaml::to_string(&spec).expect("yaml"), &out, &[]).await;
     assert_eq!(report["jobs_deleted"], 300, "{shown}");
     let names = |key: &str| -> Vec<String> {
         report[key]

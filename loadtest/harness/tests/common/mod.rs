@@ -7,6 +7,8 @@ use tokio::process::Command;
 
 /// What a run left: its output, its report, and both as text for a failing assertion.
 pub struct Ran {
+    // Not every test binary that shares this module reads the exit status.
+    #[allow(dead_code)]
     pub output: Output,
     pub report: serde_json::Value,
     pub shown: String,
