@@ -502,11 +502,7 @@ pub async fn run(sim: &SimCluster, kubeconfig: &Path, options: UpOptions) -> any
         faults: records,
         shards_now: map.as_ref().map(ShardMap::held).unwrap_or_default(),
         hand_overs,
-        violations: audits
-            .iter()
-            .filter(|o| !o.violations.is_empty())
-            .map(|o| (o.name.clone(), o.violations.clone()))
-            .collect(),
+        violations: crate::run::report::violations(audits.iter()),
         audits,
         processes: processes(&sampler.finish()),
         commands: commands.clone(),

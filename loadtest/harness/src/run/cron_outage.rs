@@ -27,8 +27,8 @@ use anyhow::Context;
 use batchfleet_audits::Outcome;
 use batchfleet_audits::cron::CronClock;
 use batchfleet_cron::Schedule;
+use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::{AuditEvent, Stage};
-use batchfleet_sim::{SimCluster, SimConfig};
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Namespace;
@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::process::Child;
 
+use super::own_kind::{self, RunSim};
 use crate::fleet_processes;
 
 /// The `kind` of a scenario file this runner takes.
@@ -193,21 +194,9 @@ fn counter(metrics: &str, name: &str) -> f64 {
 /// Runs the scenario; answers whether every audit passed, and the report's path.
 pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
     let wall = std::time::Instant::now();
-    let logs_dir = out.join("logs");
-    std::fs::create_dir_all(&logs_dir)?;
-    let audit_path = out.join("audit.log");
     println!("scenario {name}: {}", spec.description);
-    let sim = SimCluster::start(SimConfig {
-        nodes: 1,
-        kubelet: false,
-        audit_log: Some(audit_path.clone()),
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let RunSim { sim, kubeconfig, client, logs_dir, audit_path } =
+        own_kind::start_sim(out, SimConfig { nodes: 1, kubelet: false, ..SimConfig::default() }).await?;
 
     let schedule_text = format!("*/{} * * * *", spec.every_minutes);
     let schedule =
@@ -405,11 +394,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         violations: vec![],
     });
     let passed = audits.iter().all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = crate::run::report::violations(audits.iter());
     let report = Report {
         scenario: name.to_string(),
         spec,
@@ -430,17 +415,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
-    for o in &report.audits {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, &report.audits)?;
     Ok((report.passed, path))
 }
 

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_audits::Outcome;
+use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::{AuditEvent, Stage};
 use batchfleet_sim::faults::{ErrorRate, FaultConfig, FaultRule};
-use batchfleet_sim::{SimCluster, SimConfig};
 use batchfleet_worker::finalizers::sweeper::REJECTED_REASON;
 use batchfleet_worker::job::core::JOB_TRACKING_FINALIZER;
 use futures::StreamExt;
@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::own_kind::{self, RunSim};
 use crate::fleet_processes::{self, FleetLayout};
 
 /// The `kind` of a scenario file this runner takes.
@@ -225,20 +226,9 @@ async fn pods_holding(client: &kube::Client, namespaces: &[String]) -> anyhow::R
 /// Runs the scenario; answers whether every audit and goal passed, and the report's path.
 pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
     let wall = std::time::Instant::now();
-    let logs_dir = out.join("logs");
-    std::fs::create_dir_all(&logs_dir)?;
-    let audit_path = out.join("audit.log");
     println!("scenario {name}: {}", spec.description);
-    let sim = SimCluster::start(SimConfig {
-        nodes: 3,
-        audit_log: Some(audit_path.clone()),
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let RunSim { sim, kubeconfig, client, logs_dir, audit_path } =
+        own_kind::start_sim(out, SimConfig { nodes: 3, ..SimConfig::default() }).await?;
 
     let f = &spec.fleet;
     let layout = FleetLayout {
@@ -458,12 +448,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         violations: Vec::new(),
     }];
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .chain(&goals)
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = crate::run::report::violations(audits.iter().chain(&goals));
     let report = FinalizerLeakReport {
         scenario: name.into(),
         description: spec.description.clone(),
@@ -489,17 +474,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
-    for o in report.audits.iter().chain(&report.goals) {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, report.audits.iter().chain(&report.goals))?;
     Ok((report.passed, path))
 }
 

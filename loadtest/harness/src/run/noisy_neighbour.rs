@@ -22,6 +22,7 @@ use kube::runtime::watcher;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::own_kind;
 use crate::fleet_processes;
 use batchfleet_audits::Outcome;
 
@@ -205,17 +206,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         files: BTreeMap::from([("sittings".to_string(), out.display().to_string())]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
-    for o in &report.goals {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, &report.goals)?;
     Ok((report.passed, path))
 }
 

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use batchfleet_audits::Outcome;
+use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::AuditEvent;
-use batchfleet_sim::{SimCluster, SimConfig};
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
@@ -24,6 +24,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::own_kind::{self, RunSim};
 use crate::fleet_processes::{self, FleetLayout};
 use crate::splitmix::SplitMix;
 
@@ -191,21 +192,9 @@ pub struct PodgcPolicyReport {
 /// Runs the scenario; answers whether every audit and goal passed, and the report's path.
 pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
     let wall = std::time::Instant::now();
-    let logs_dir = out.join("logs");
-    std::fs::create_dir_all(&logs_dir)?;
-    let audit_path = out.join("audit.log");
     println!("scenario {name}: {}", spec.description);
-    let sim = SimCluster::start(SimConfig {
-        nodes: 3,
-        kubelet: false,
-        audit_log: Some(audit_path.clone()),
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let RunSim { sim, kubeconfig, client, logs_dir, audit_path } =
+        own_kind::start_sim(out, SimConfig { nodes: 3, kubelet: false, ..SimConfig::default() }).await?;
 
     let namespaces: Vec<String> = (0..spec.namespaces).map(namespace_name).collect();
     let ns_api: Api<Namespace> = Api::all(client.clone());
@@ -343,12 +332,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     }];
     goals.push(api_budget(&events, &coordinator, c.kube_api_qps, c.kube_api_burst));
     let passed = audits.iter().chain(&goals).all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .chain(&goals)
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = crate::run::report::violations(audits.iter().chain(&goals));
     let report = PodgcPolicyReport {
         scenario: name.into(),
         description: spec.description.clone(),
@@ -370,17 +354,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
-    for o in report.audits.iter().chain(&report.goals) {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, report.audits.iter().chain(&report.goals))?;
     Ok((report.passed, path))
 }
 

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use batchfleet_audits::Outcome;
+use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::AuditEvent;
-use batchfleet_sim::{SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, ResourceQuota};
@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::own_kind::{self, RunSim};
 use crate::fleet_processes::{self, FleetLayout};
 
 /// The `kind` of a scenario file this runner takes.
@@ -153,21 +154,10 @@ fn is_complete(job: &Job) -> bool {
 /// Runs the scenario; answers whether every audit passed, and the report's path.
 pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
     let wall = Instant::now();
-    let logs_dir = out.join("logs");
-    std::fs::create_dir_all(&logs_dir)?;
-    let audit_path = out.join("audit.log");
     println!("scenario {name}: {}", spec.description);
-    let sim = SimCluster::start(SimConfig {
-        nodes: 3,
-        audit_log: Some(audit_path.clone()),
-        kubelet_events: false,
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let RunSim { sim, kubeconfig, client, logs_dir, audit_path } =
+        own_kind::start_sim(out, SimConfig { nodes: 3, kubelet_events: false, ..SimConfig::default() })
+            .await?;
 
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
@@ -268,11 +258,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         .map(|e| u64::from(e.count.unwrap_or(1).max(1) as u32))
         .sum();
     let passed = audits.iter().all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = crate::run::report::violations(audits.iter());
     std::fs::write(out.join("jobs-seen.json"), serde_json::to_vec_pretty(&seen)?)?;
     let report = QuotaDeadlockReport {
         scenario: name.into(),
@@ -295,17 +281,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
-    for o in &report.audits {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, &report.audits)?;
     Ok((report.passed, path))
 }
 
