@@ -104,7 +104,7 @@ pub fn load(name_or_path: &str) -> Result<Spec, String> {
     if spec.completions < 1 || spec.parallelism < 1 || spec.workers == 0 || spec.nodes == 0 {
         return Err(format!("{name_or_path}: completions, parallelism, nodes and workers must be above 0"));
     }
-    if !(spec.kube_api_qps > 0.0) || spec.kube_api_burst == 0 {
+    if spec.kube_api_qps.is_nan() || spec.kube_api_qps <= 0.0 || spec.kube_api_burst == 0 {
         return Err(format!("{name_or_path}: kube_api_qps and kube_api_burst must be above 0"));
     }
     Ok(spec)
@@ -603,17 +603,17 @@ mod tests {
 
         let lost = job("0,2", "1,3,5", 2, 3, "Failed");
         let o = audit(&spec(), &lost, &seen, &[], &failed_pods, DEFAULT_LIMIT, 100.0);
-        assert_eq!(o[1].passed, false, "a lost completion is found");
+        assert!(!o[1].passed, "a lost completion is found");
 
         let mut left = failed_pods.clone();
         left.push(pod("Succeeded"));
         let o = audit(&spec(), &good, &seen, &[], &left, DEFAULT_LIMIT, 100.0);
-        assert_eq!(o[3].passed, false, "a Succeeded pod left is found");
+        assert!(!o[3].passed, "a Succeeded pod left is found");
         let o = audit(&spec(), &good, &seen, &[], &failed_pods[..2], DEFAULT_LIMIT, 100.0);
-        assert_eq!(o[3].passed, false, "a deleted Failed pod is found");
+        assert!(!o[3].passed, "a deleted Failed pod is found");
 
         let o = audit(&spec(), &good, &seen, &[], &failed_pods, DEFAULT_LIMIT, 600.0);
-        assert_eq!(o[4].passed, false, "RSS over the goal");
+        assert!(!o[4].passed, "RSS over the goal");
 
         let o = audit(
             &spec(),
@@ -624,15 +624,15 @@ mod tests {
             DEFAULT_LIMIT,
             1.0,
         );
-        assert_eq!(o[0].passed, false, "Complete while indexes failed");
+        assert!(!o[0].passed, "Complete while indexes failed");
 
         // Near the limit: the condition and the Event are required.
         let near = Seen { max_job_bytes: 900, ..Seen::default() };
         let o = audit(&spec(), &good, &near, &[], &failed_pods, 1000, 100.0);
-        assert_eq!(o[2].passed, false, "the guard did not fire");
+        assert!(!o[2].passed, "the guard did not fire");
         let no_sizes = Seen { guard_seen_true: true, guard_message: Some("near".into()), ..near.clone() };
         let o = audit(&spec(), &good, &no_sizes, &[], &failed_pods, 1000, 100.0);
-        assert_eq!(o[2].passed, false, "the message must give the sizes");
+        assert!(!o[2].passed, "the message must give the sizes");
         let fired = Seen {
             max_job_bytes: 900,
             guard_seen_true: true,
@@ -644,10 +644,10 @@ mod tests {
             "involvedObject": {"kind": "Job", "name": JOB}
         }))
         .unwrap();
-        let o = audit(&spec(), &good, &fired, &[event.clone()], &failed_pods, 1000, 100.0);
+        let o = audit(&spec(), &good, &fired, std::slice::from_ref(&event), &failed_pods, 1000, 100.0);
         assert!(o[2].passed, "{:?}", o[2]);
         // Far below: the guard must not fire.
         let o = audit(&spec(), &good, &fired, &[event], &failed_pods, 1_000_000, 100.0);
-        assert_eq!(o[2].passed, false, "fired far below the limit");
+        assert!(!o[2].passed, "fired far below the limit");
     }
 }

@@ -101,7 +101,7 @@ fn a_succeeded_pod_is_deleted_only_after_the_write_that_counts_it_landed() {
 
     // With the pod gone, index 0 stays completed and no pod is made for it again.
     job.status = second.status.or(job.status);
-    let third = sync(&job, &[p1.clone()], &cfg);
+    let third = sync(&job, std::slice::from_ref(&p1), &cfg);
     let status = third.status.as_ref().or(job.status.as_ref()).expect("status");
     assert_eq!(status.completed_indexes.as_deref(), Some("0"));
     assert!(third.events.iter().all(|e| e.reason != "SuccessfulCreate"), "{:?}", third.events);
