@@ -233,7 +233,12 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     if let Some(l) = spec.status_size_limit_bytes {
         worker_flags.extend(["--job-status-size-limit-bytes".to_string(), l.to_string()]);
     }
+    // PodGC off: its threshold (12,500 terminated pods by default) would delete the Failed pods
+    // the audit expects kept and the Succeeded ones the audit expects the Job controller to have
+    // deleted, hiding both verdicts.
+    let coordinator_flags = vec!["--terminated-pod-gc-threshold".to_string(), "0".to_string()];
     let layout = FleetLayout {
+        coordinator_flags,
         shards: 16,
         coordinators: 1,
         workers: spec.workers,
