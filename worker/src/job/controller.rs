@@ -424,11 +424,16 @@ impl JobController {
         job: &Job,
         counted: &CountedPods,
     ) -> bool {
-        if let Some(value) = &counted.invalid_value {
-            let first =
-                self.warned_annotation.lock().insert(key.clone(), value.clone()).as_ref() != Some(value);
-            if first {
-                self.publish(epoch, job, vec![core::counted_pods::invalid_annotation_event(value)]);
+        match &counted.invalid_value {
+            Some(value) => {
+                let previous = self.warned_annotation.lock().insert(key.clone(), value.clone());
+                if previous.as_ref() != Some(value) {
+                    self.publish(epoch, job, vec![core::counted_pods::invalid_annotation_event(value)]);
+                }
+            }
+            // Fixed (or never bad): a bad value set again later is warned about again.
+            None => {
+                self.warned_annotation.lock().remove(key);
             }
         }
         if counted.delete.is_empty() {
