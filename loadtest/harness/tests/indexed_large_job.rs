@@ -34,6 +34,7 @@ async fn run(completions: i64, parallelism: i64, limit: Option<u64>) -> common::
             "every-index-accounted",
             "status-size-guard",
             "counted-pods-deleted",
+            "pod-deletes-once-and-only-counted",
             "worker-peak-rss"
         ]
     );

@@ -333,6 +333,10 @@ impl JobController {
             return Ok(None);
         };
         let uid = job.metadata.uid.clone().unwrap_or_default();
+        // Read before the pods are listed, as upstream reads its expectations: a pod whose
+        // deletion the cache shows after this read is not in the list either, so a delete the
+        // cache catches up with during the sync is not sent again at its end.
+        let pending_counted = self.counted_deletions.pending(key);
         let pods = self.pods_of(&uid);
         let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
         let pending_finalizers = self.finalizers.pending(key);
@@ -355,7 +359,8 @@ impl JobController {
                     self.backoff.lock().remove(key);
                     self.stall.lock().remove(key);
                 }
-                let more = self.delete_counted_pods(key, epoch, &job, &skip.counted_pods).await;
+                let more =
+                    self.delete_counted_pods(key, epoch, &job, &skip.counted_pods, &pending_counted).await;
                 return Ok(more.then_some(self.config.sync_job_batch_period));
             }
             JobPlan::Sync(plan) => plan,
@@ -396,7 +401,8 @@ impl JobController {
         .await;
         // After the status writes: they are what the Job's progress waits on; these deletes only
         // free the API server's storage.
-        let more_counted = self.delete_counted_pods(key, epoch, &job, &plan.counted_pods).await;
+        let more_counted =
+            self.delete_counted_pods(key, epoch, &job, &plan.counted_pods, &pending_counted).await;
         let result = if outcome.is_ok() { "success" } else { "error" };
         self.metrics.observe_sync(
             plan.completion_mode,
@@ -413,7 +419,8 @@ impl JobController {
     }
 
     /// `batchfleet.io/delete-counted-pods`: warns once about a bad value, then DELETEs the counted
-    /// pods the core named that are not already on their way out, at most
+    /// pods the core named that are not already on their way out (`pending`: the deletes sent
+    /// and not yet seen, read before the sync listed the pods), at most
     /// `max_pod_create_delete_per_sync` of them. Returns whether some were left for a later sync.
     /// A failed delete is logged and left to a later sync (the pod is still counted; nothing
     /// waits on it).
@@ -423,6 +430,7 @@ impl JobController {
         epoch: Epoch,
         job: &Job,
         counted: &CountedPods,
+        pending: &std::collections::HashSet<String>,
     ) -> bool {
         match &counted.invalid_value {
             Some(value) => {
@@ -439,7 +447,6 @@ impl JobController {
         if counted.delete.is_empty() {
             return false;
         }
-        let pending = self.counted_deletions.pending(key);
         let todo: Vec<_> = counted.delete.iter().filter(|d| !pending.contains(&d.pod.uid)).collect();
         let cap = self.config.max_pod_create_delete_per_sync;
         let more = todo.len() > cap;

@@ -13,6 +13,8 @@
 //!   Events are counted in the report; the Event correlator's spam filter may drop them);
 //! - with `delete_counted_pods`, no Succeeded pod is left; Failed pods are kept, one per failed
 //!   index at least;
+//! - from the sim's audit log: the fleet deleted each pod at most once (no DELETE answered 404,
+//!   none answered 2xx twice: the delete expectations hold), and no pod of a failing index;
 //! - goal: the workers' peak RSS under `peak_rss_mib`.
 
 use std::collections::BTreeMap;
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use batchfleet_audits::Outcome;
+use batchfleet_sim::audit::{AuditEvent, Stage};
 use batchfleet_sim::{SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
@@ -197,6 +200,8 @@ pub struct IndexedLargeJobReport {
     pub succeeded_pods_left: usize,
     pub failed_pods_left: usize,
     pub worker_peak_rss_mib: f64,
+    /// Pod DELETEs the fleet sent (audit log), whatever their answer.
+    pub pod_deletes: u32,
     pub audits: Vec<Outcome>,
     pub violations: BTreeMap<String, Vec<String>>,
     pub files: BTreeMap<String, String>,
@@ -213,10 +218,15 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     let logs_dir = out.join("logs");
     std::fs::create_dir_all(&logs_dir)?;
     println!("scenario {name}: {}", spec.description);
-    let sim =
-        SimCluster::start(SimConfig { nodes: spec.nodes, kubelet_events: false, ..SimConfig::default() })
-            .await
-            .context("starting the sim cluster")?;
+    let audit_path = out.join("audit.log");
+    let sim = SimCluster::start(SimConfig {
+        nodes: spec.nodes,
+        kubelet_events: false,
+        audit_log: Some(audit_path.clone()),
+        ..SimConfig::default()
+    })
+    .await
+    .context("starting the sim cluster")?;
     let kubeconfig = out.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)?;
     let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
@@ -334,11 +344,14 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
+    let audit_log = super::settled_audit_log(&audit_path).await.context("reading the audit log")?;
     drop(sim);
+    let deletes = pod_deletes(&audit_log);
+    drop(audit_log);
 
     let seen = seen.lock().clone();
     let worker_peak_rss_mib = peak_rss as f64 / (1024.0 * 1024.0);
-    let audits = audit(&spec, &final_job, &seen, &events, &left, limit, worker_peak_rss_mib);
+    let audits = audit(&spec, &final_job, &seen, &events, &left, &deletes, limit, worker_peak_rss_mib);
     let passed = audits.iter().all(Outcome::not_failed);
     let violations = audits
         .iter()
@@ -365,7 +378,11 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         parameters: spec,
         audits,
         violations,
-        files: BTreeMap::from([("process_logs".to_string(), logs_dir.display().to_string())]),
+        pod_deletes: deletes.values().map(|d| d.ok + d.not_found + d.other).sum(),
+        files: BTreeMap::from([
+            ("audit_log".to_string(), audit_path.display().to_string()),
+            ("process_logs".to_string(), logs_dir.display().to_string()),
+        ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
     let path = out.join("report.json");
@@ -390,6 +407,42 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     Ok((report.passed, path))
 }
 
+/// The answers to the fleet's pod DELETEs in the scenario's namespace, by pod name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeleteCounts {
+    pub ok: u32,
+    pub not_found: u32,
+    /// Conflicts (a precondition no longer held) and other errors.
+    pub other: u32,
+}
+
+fn pod_deletes(log: &[AuditEvent]) -> BTreeMap<String, DeleteCounts> {
+    let mut by_name: BTreeMap<String, DeleteCounts> = BTreeMap::new();
+    for e in log {
+        let Some(o) = e.object_ref.as_ref() else { continue };
+        if e.stage != Stage::ResponseComplete
+            || e.verb != "delete"
+            || o.resource != "pods"
+            || o.namespace != NAMESPACE
+            || !e.user_agent.starts_with("fleet-")
+        {
+            continue;
+        }
+        let counts = by_name.entry(o.name.clone()).or_default();
+        match e.response_status.as_ref().map_or(0, |s| s.code) {
+            200..=299 => counts.ok += 1,
+            404 => counts.not_found += 1,
+            _ => counts.other += 1,
+        }
+    }
+    by_name
+}
+
+/// The completion index in an Indexed Job pod's name (`<job>-<index>-<suffix>`).
+fn index_in_name(name: &str) -> Option<i64> {
+    name.strip_prefix(JOB)?.strip_prefix('-')?.split('-').next()?.parse().ok()
+}
+
 fn guard_events(events: &[Event]) -> usize {
     events
         .iter()
@@ -401,12 +454,14 @@ fn guard_events(events: &[Event]) -> usize {
 }
 
 /// The audits, from what the harness watched and listed (pure, so its verdicts are tested).
+#[allow(clippy::too_many_arguments)] // what the run gathered, each named at the one call
 pub fn audit(
     spec: &Spec,
     job: &Job,
     seen: &Seen,
     events: &[Event],
     pods_left: &[Pod],
+    deletes: &BTreeMap<String, DeleteCounts>,
     limit: u64,
     worker_peak_rss_mib: f64,
 ) -> Vec<Outcome> {
@@ -495,6 +550,18 @@ pub fn audit(
         ));
     }
 
+    let mut once = Vec::new();
+    for (name, d) in deletes {
+        if d.ok > 1 || d.not_found > 0 {
+            once.push(format!("{name}: DELETE answered 2xx {} times and 404 {} times", d.ok, d.not_found));
+        }
+        match index_in_name(name) {
+            Some(ix) if fails(&ix) => once.push(format!("{name}: a pod of failing index {ix} deleted")),
+            Some(_) => {}
+            None => once.push(format!("{name}: not a pod of Job {JOB}")),
+        }
+    }
+
     let rss = Outcome {
         name: "worker-peak-rss".into(),
         target: format!("< {} MiB", spec.peak_rss_mib),
@@ -531,6 +598,13 @@ pub fn audit(
             pods_left.len(),
             "pods left",
             pods,
+        ),
+        Outcome::from_violations(
+            "pod-deletes-once-and-only-counted",
+            "from the audit log: the fleet's pod DELETEs answered 2xx at most once per pod, none 404, none of a failing index's pod",
+            deletes.len(),
+            "pods deleted",
+            once,
         ),
         rss,
     ]
@@ -594,6 +668,18 @@ mod tests {
         serde_json::from_value(json!({"status": {"phase": phase}})).unwrap()
     }
 
+    fn audit_without_deletes(
+        spec: &Spec,
+        job: &Job,
+        seen: &Seen,
+        events: &[Event],
+        pods: &[Pod],
+        limit: u64,
+        rss: f64,
+    ) -> Vec<Outcome> {
+        audit(spec, job, seen, events, pods, &BTreeMap::new(), limit, rss)
+    }
+
     fn verdicts(o: &[Outcome]) -> Vec<(&str, bool)> {
         o.iter().map(|o| (o.name.as_str(), o.passed)).collect()
     }
@@ -603,24 +689,39 @@ mod tests {
         let good = job("0,2,4", "1,3,5", 3, 3, "Failed");
         let failed_pods = vec![pod("Failed"), pod("Failed"), pod("Failed")];
         let seen = Seen { max_job_bytes: 500, ..Seen::default() };
-        let ok = audit(&spec(), &good, &seen, &[], &failed_pods, DEFAULT_LIMIT, 100.0);
+        let ok = audit_without_deletes(&spec(), &good, &seen, &[], &failed_pods, DEFAULT_LIMIT, 100.0);
         assert!(ok.iter().all(|o| o.passed), "{:?}", verdicts(&ok));
 
         let lost = job("0,2", "1,3,5", 2, 3, "Failed");
-        let o = audit(&spec(), &lost, &seen, &[], &failed_pods, DEFAULT_LIMIT, 100.0);
+        let o = audit_without_deletes(&spec(), &lost, &seen, &[], &failed_pods, DEFAULT_LIMIT, 100.0);
         assert!(!o[1].passed, "a lost completion is found");
 
         let mut left = failed_pods.clone();
         left.push(pod("Succeeded"));
-        let o = audit(&spec(), &good, &seen, &[], &left, DEFAULT_LIMIT, 100.0);
+        let o = audit_without_deletes(&spec(), &good, &seen, &[], &left, DEFAULT_LIMIT, 100.0);
         assert!(!o[3].passed, "a Succeeded pod left is found");
-        let o = audit(&spec(), &good, &seen, &[], &failed_pods[..2], DEFAULT_LIMIT, 100.0);
+        let o = audit_without_deletes(&spec(), &good, &seen, &[], &failed_pods[..2], DEFAULT_LIMIT, 100.0);
         assert!(!o[3].passed, "a deleted Failed pod is found");
 
-        let o = audit(&spec(), &good, &seen, &[], &failed_pods, DEFAULT_LIMIT, 600.0);
-        assert!(!o[4].passed, "RSS over the goal");
+        let o = audit_without_deletes(&spec(), &good, &seen, &[], &failed_pods, DEFAULT_LIMIT, 600.0);
+        assert!(!o[5].passed, "RSS over the goal");
 
-        let o = audit(
+        let once = DeleteCounts { ok: 1, not_found: 0, other: 1 };
+        let deletes = BTreeMap::from([("big-0-abcde".to_string(), once), ("big-2-xyz".to_string(), once)]);
+        let o = audit(&spec(), &good, &seen, &[], &failed_pods, &deletes, DEFAULT_LIMIT, 100.0);
+        assert!(o[4].passed, "{:?}", o[4]);
+        for (name, d) in [
+            ("big-0-abcde", DeleteCounts { ok: 2, ..once }),
+            ("big-0-abcde", DeleteCounts { not_found: 1, ..once }),
+            ("big-1-abcde", once),
+            ("other-1", once),
+        ] {
+            let deletes = BTreeMap::from([(name.to_string(), d)]);
+            let o = audit(&spec(), &good, &seen, &[], &failed_pods, &deletes, DEFAULT_LIMIT, 100.0);
+            assert!(!o[4].passed, "{name} {d:?}");
+        }
+
+        let o = audit_without_deletes(
             &spec(),
             &job("0,2,4", "1,3,5", 3, 3, "Complete"),
             &seen,
@@ -633,10 +734,10 @@ mod tests {
 
         // Near the limit: the condition and the Event are required.
         let near = Seen { max_job_bytes: 900, ..Seen::default() };
-        let o = audit(&spec(), &good, &near, &[], &failed_pods, 1000, 100.0);
+        let o = audit_without_deletes(&spec(), &good, &near, &[], &failed_pods, 1000, 100.0);
         assert!(!o[2].passed, "the guard did not fire");
         let no_sizes = Seen { guard_seen_true: true, guard_message: Some("near".into()), ..near.clone() };
-        let o = audit(&spec(), &good, &no_sizes, &[], &failed_pods, 1000, 100.0);
+        let o = audit_without_deletes(&spec(), &good, &no_sizes, &[], &failed_pods, 1000, 100.0);
         assert!(!o[2].passed, "the message must give the sizes");
         let fired = Seen {
             max_job_bytes: 900,
@@ -649,10 +750,18 @@ mod tests {
             "involvedObject": {"kind": "Job", "name": JOB}
         }))
         .unwrap();
-        let o = audit(&spec(), &good, &fired, std::slice::from_ref(&event), &failed_pods, 1000, 100.0);
+        let o = audit_without_deletes(
+            &spec(),
+            &good,
+            &fired,
+            std::slice::from_ref(&event),
+            &failed_pods,
+            1000,
+            100.0,
+        );
         assert!(o[2].passed, "{:?}", o[2]);
         // Far below: the guard must not fire.
-        let o = audit(&spec(), &good, &fired, &[event], &failed_pods, 1_000_000, 100.0);
+        let o = audit_without_deletes(&spec(), &good, &fired, &[event], &failed_pods, 1_000_000, 100.0);
         assert!(!o[2].passed, "fired far below the limit");
     }
 }
