@@ -64,6 +64,8 @@ async fn a_scaled_down_indexed_100k_run_accounts_every_index_and_deletes_the_cou
     assert_eq!(report["failed_indexes_bytes"], 4444, "{report:#}");
     assert_eq!(report["guard_seen_true"], false, "{report:#}");
     assert_eq!(report["succeeded_pods_left"], 0, "{report:#}");
+    // Each of the 1,000 succeeded pods deleted by the Job controller (the audit checks once each).
+    assert!(report["pod_deletes"].as_u64().expect("pod_deletes") >= 1000, "{report:#}");
     assert!(report["failed_pods_left"].as_u64().expect("failed pods") >= 1000, "{report:#}");
 }
 
