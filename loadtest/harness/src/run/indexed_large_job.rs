@@ -650,6 +650,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_shipped_scenario_is_the_issues_and_bad_values_are_refused() {
+        let spec = load("indexed-100k").expect("the shipped file");
+        assert_eq!((spec.completions, spec.parallelism), (100_000, 1_000));
+        assert_eq!(spec.fail_indexes, "odd");
+        assert!(spec.delete_counted_pods);
+        assert_eq!(spec.status_size_limit_bytes, None, "the worker's default limit");
+        assert_eq!(spec.peak_rss_mib, 512.0);
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            std::fs::read_to_string(crate::scenario::scenarios_dir().join("indexed-100k.yaml")).unwrap();
+        for (from, to) in [
+            ("fail_indexes: odd", "fail_indexes: 2/2"),
+            ("settle: 3600s", "settle: soon"),
+            ("parallelism: 1000", "parallelism: 0"),
+            ("kube_api_qps: 2000", "kube_api_qps: 0"),
+            ("workers: 1", "workers: 1\nextra: 1"),
+        ] {
+            assert!(text.contains(from), "{from}");
+            let path = dir.path().join("bad.yaml");
+            std::fs::write(&path, text.replace(from, to)).unwrap();
+            assert!(load(path.to_str().unwrap()).is_err(), "{to}");
+        }
+    }
+
+    #[test]
     fn interval_strings_are_upstreams() {
         assert_eq!(interval_string([]), "");
         assert_eq!(interval_string([3]), "3");
