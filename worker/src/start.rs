@@ -45,6 +45,8 @@ pub struct WorkerOptions {
     pub job_managed_by: String,
     /// The Job controller's stall signals (docs/beyond-upstream.md); on by default.
     pub job_stall_signals: bool,
+    /// The size guard's limit on Indexed Jobs' status (docs/beyond-upstream.md); 0: off.
+    pub job_status_size_limit_bytes: u64,
     pub metrics_addr: SocketAddr,
     pub worker_id: String,
     /// Upstream's constants, overridable so tests need not wait real back-offs.
@@ -165,6 +167,7 @@ impl Default for WorkerOptions {
             ttl_max_deletions_per_second: 0.0,
             job_managed_by: crate::job::core::JOB_CONTROLLER_NAME.to_string(),
             job_stall_signals: true,
+            job_status_size_limit_bytes: crate::job::core::DEFAULT_STATUS_SIZE_LIMIT_BYTES,
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             worker_id: "fleet-worker".to_string(),
             job_timing: JobTiming::default(),
@@ -333,6 +336,7 @@ pub async fn start_on_shards_with(
     let config = JobConfig {
         managed_by: opts.job_managed_by.clone(),
         stall_signals: opts.job_stall_signals,
+        status_size_limit_bytes: opts.job_status_size_limit_bytes,
         pod_failure_backoff: opts.job_timing.pod_failure_backoff,
         max_pod_failure_backoff: opts.job_timing.max_pod_failure_backoff,
         sync_job_batch_period: opts.job_timing.sync_job_batch_period,

@@ -126,6 +126,63 @@ async fn kubectl_sees_a_quota_block_the_job_and_clear_when_raised() {
     );
 }
 
+/// `batchfleet.io/delete-counted-pods` as a user sees it: `kubectl apply` an annotated Indexed
+/// Job, `kubectl wait` for Complete, and `kubectl get pods` shows its succeeded pods gone while
+/// `completedIndexes` still counts every index; a Job with a bad value keeps its pods and gets
+/// one Warning Event (count 1: not one per sync).
+#[tokio::test]
+async fn kubectl_sees_the_counted_pods_of_an_annotated_job_deleted() {
+    let env = common::start().await;
+    let kubectl = std::env::var_os("BATCHFLEET_KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
+    assert!(kubectl.exists(), "kubectl not found at {}: run scripts/setup", kubectl.display());
+    let dir = tempfile::tempdir().unwrap();
+    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
+    let kubeconfig_dir = dir.path().to_path_buf();
+    let run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (kubectl, dir) = (kubectl.clone(), kubeconfig_dir.clone());
+        async move { kubectl_out(&kubectl, &dir, &args).await }
+    };
+    let manifest = |name: &str, value: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    batchfleet.io/delete-counted-pods: \"{value}\"\n\
+             spec:\n  completionMode: Indexed\n  completions: 4\n  parallelism: 2\n  template:\n    metadata:\n      \
+             annotations:\n        sim.batchfleet.io/run: 200ms\n    spec:\n      restartPolicy: Never\n      \
+             containers:\n      - name: main\n        image: busybox\n"
+        )
+    };
+    let file = dir.path().join("jobs.yaml");
+    std::fs::write(&file, format!("{}---\n{}", manifest("counted", "true"), manifest("kept", "yes")))
+        .unwrap();
+    run(&["apply", "-f", file.to_str().unwrap()]).await;
+    for job in ["job/counted", "job/kept"] {
+        assert_eq!(
+            run(&["wait", "--for=condition=Complete", job, "--timeout=90s"]).await,
+            format!("{}.batch/{} condition met", "job", &job[4..])
+        );
+    }
+    common::wait_until("the counted pods deleted", Duration::from_secs(30), || async {
+        run(&["get", "pods", "-l", "job-name=counted", "-o", "name"]).await.is_empty().then_some(())
+    })
+    .await;
+    assert_eq!(run(&["get", "job", "counted", "-o", "jsonpath={.status.completedIndexes}"]).await, "0-3");
+    assert_eq!(run(&["get", "job", "counted", "-o", "jsonpath={.status.succeeded}"]).await, "4");
+    let kept = run(&["get", "pods", "-l", "job-name=kept", "-o", "name"]).await;
+    assert_eq!(kept.lines().count(), 4, "a bad value keeps the pods: {kept}");
+    let counts = run(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=InvalidDeleteCountedPods",
+        "-o",
+        "jsonpath={.items[*].involvedObject.name}={.items[*].count}",
+    ])
+    .await;
+    assert_eq!(counts, "kept=1", "one Event for the bad value");
+}
+
 async fn kubectl_out(kubectl: &std::path::Path, dir: &std::path::Path, args: &[String]) -> String {
     let out = tokio::process::Command::new(kubectl)
         .args(args)

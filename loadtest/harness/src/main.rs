@@ -212,7 +212,10 @@ fn run_fleet_scale(args: run::RunArgs, log_format: LogFormat) -> ExitCode {
 /// flags that aim a run at a cluster or a fleet are refused (exit 2); otherwise exit codes as
 /// for any run.
 fn run_own_kind(args: &run::RunArgs, log_format: LogFormat) -> Option<ExitCode> {
-    use run::{cron_outage, finalizer_leak, noisy_neighbour, podgc_policy, quota_deadlock, ttl_wave};
+    use run::{
+        cron_outage, finalizer_leak, indexed_large_job, noisy_neighbour, podgc_policy, quota_deadlock,
+        ttl_wave,
+    };
     let kind = [
         podgc_policy::KIND,
         noisy_neighbour::KIND,
@@ -220,6 +223,7 @@ fn run_own_kind(args: &run::RunArgs, log_format: LogFormat) -> Option<ExitCode> 
         finalizer_leak::KIND,
         ttl_wave::KIND,
         cron_outage::KIND,
+        indexed_large_job::KIND,
     ]
     .into_iter()
     .find(|kind| run::own_kind::is_of_kind(&args.scenario, kind))?;
@@ -253,6 +257,9 @@ fn run_own_kind(args: &run::RunArgs, log_format: LogFormat) -> Option<ExitCode> 
             finalizer_leak::load(name).map(|s| Box::pin(finalizer_leak::run(kind, s, &out)) as Run<'_>)
         }
         ttl_wave::KIND => ttl_wave::load(name).map(|s| Box::pin(ttl_wave::run(kind, s, &out)) as Run<'_>),
+        indexed_large_job::KIND => {
+            indexed_large_job::load(name).map(|s| Box::pin(indexed_large_job::run(kind, s, &out)) as Run<'_>)
+        }
         _ => cron_outage::load(name).map(|s| Box::pin(cron_outage::run(kind, s, &out)) as Run<'_>),
     };
     let run = match loaded {

@@ -98,6 +98,38 @@ async fn on_failure_restarts_in_place_until_the_attempts_pass() {
 }
 
 #[tokio::test]
+async fn fail_indexes_fails_every_other_index_with_the_exit_code() {
+    let sim = common::sim().await;
+    let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");
+    for ix in 0..4 {
+        let annotations = json!({
+            "sim.batchfleet.io/run": "50ms", "sim.batchfleet.io/fail-indexes": "odd",
+            "sim.batchfleet.io/exit-code": "7", "batch.kubernetes.io/job-completion-index": ix.to_string(),
+        });
+        let p = pod(&format!("ix-{ix}"), annotations, "Never");
+        api.create(&PostParams::default(), &p).await.unwrap();
+    }
+    for ix in 0..4 {
+        let (want, code) = if ix % 2 == 1 { ("Failed", 7) } else { ("Succeeded", 0) };
+        let done = phase(&api, &format!("ix-{ix}"), want).await;
+        let terminated =
+            done.status.unwrap().container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
+        assert_eq!(terminated.exit_code, code, "index {ix}");
+    }
+    // The other indexes exit 0 whatever exit-code says; without one the failing indexes exit 1,
+    // as with fail-attempts.
+    let annotations = json!({
+        "sim.batchfleet.io/run": "50ms", "sim.batchfleet.io/fail-indexes": "3/2",
+        "batch.kubernetes.io/job-completion-index": "5",
+    });
+    api.create(&PostParams::default(), &pod("ix-5", annotations, "Never")).await.unwrap();
+    let done = phase(&api, "ix-5", "Failed").await;
+    let terminated =
+        done.status.unwrap().container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
+    assert_eq!(terminated.exit_code, 1);
+}
+
+#[tokio::test]
 async fn eviction_marks_the_pod_failed_with_a_disruption_target() {
     let sim = common::sim().await;
     let api: Api<Pod> = Api::namespaced(common::client(&sim), "default");

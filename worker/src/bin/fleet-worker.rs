@@ -83,6 +83,11 @@ struct Args {
     /// back-off deadline, pods stuck Terminating on lost nodes. `false` behaves as upstream.
     #[arg(long, env = "FLEET_JOB_STALL_SIGNALS", default_value_t = true, action = clap::ArgAction::Set)]
     job_stall_signals: bool,
+    /// Size guard on Indexed Jobs' completedIndexes/failedIndexes (docs/beyond-upstream.md): at 80%
+    /// of this estimated object size the batchfleet.io/StatusSizeNearLimit condition and a Warning
+    /// Event are set (cleared below 70%). Default: etcd's default request limit, 1.5 MiB. 0: off.
+    #[arg(long, env = "FLEET_JOB_STATUS_SIZE_LIMIT_BYTES", default_value_t = batchfleet_worker::job::core::DEFAULT_STATUS_SIZE_LIMIT_BYTES)]
+    job_status_size_limit_bytes: u64,
     /// Controllers to run: job, cronjob, ttl-after-finished; `*` for all, `-name` to leave one
     /// to kube-controller-manager.
     #[arg(long, env = "FLEET_CONTROLLERS", default_value = "*", allow_hyphen_values = true)]
@@ -249,6 +254,7 @@ fn main() -> ExitCode {
         ttl_max_deletions_per_second: args.ttl_max_deletions_per_second,
         job_managed_by: args.job_managed_by,
         job_stall_signals: args.job_stall_signals,
+        job_status_size_limit_bytes: args.job_status_size_limit_bytes,
         metrics_addr: args.metrics_addr,
         worker_id,
         controllers,

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use parking_lot::Mutex;
 
 use super::core::{
-    self, BackoffRecord, Config, CreateOutcome, CreateRefusal, DeleteOutcome, FinalizerRemoval,
+    self, BackoffRecord, Config, CountedPods, CreateOutcome, CreateRefusal, DeleteOutcome, FinalizerRemoval,
     JOB_TRACKING_FINALIZER, JobPlan, PodOpResults, PodOps, PodRef, StallRecord, SyncInput,
 };
 use super::metrics::JobMetrics;
@@ -47,6 +47,13 @@ pub struct JobController {
     backoff: Mutex<HashMap<ObjectKey, BackoffRecord>>,
     /// What each Job's stall signals announced last (batchfleet's, not upstream's).
     stall: Mutex<HashMap<ObjectKey, StallRecord>>,
+    /// `batchfleet.io/delete-counted-pods`: counted pods whose DELETE was sent and that the cache
+    /// does not show deleting or gone yet, so the next sync does not send it again. Kept apart
+    /// from `deletions`: these pods are neither active nor counted again, so `manageJob` need
+    /// not wait for them.
+    counted_deletions: UidExpectations<ObjectKey>,
+    /// The bad `batchfleet.io/delete-counted-pods` value each Job was warned about.
+    warned_annotation: Mutex<HashMap<ObjectKey, String>>,
     config: Config,
     metrics: JobMetrics,
     events: EventSink,
@@ -81,6 +88,8 @@ impl JobController {
             finalizers: UidExpectations::default(),
             backoff: Mutex::new(HashMap::new()),
             stall: Mutex::new(HashMap::new()),
+            counted_deletions: UidExpectations::default(),
+            warned_annotation: Mutex::new(HashMap::new()),
             config,
             metrics,
             events,
@@ -112,6 +121,8 @@ impl JobController {
             self.finalizers.forget(&key);
             self.backoff.lock().remove(&key);
             self.stall.lock().remove(&key);
+            self.counted_deletions.forget(&key);
+            self.warned_annotation.lock().remove(&key);
         }
     }
 
@@ -208,6 +219,8 @@ impl JobController {
         self.finalizers.forget(key);
         self.backoff.lock().remove(key);
         self.stall.lock().remove(key);
+        self.counted_deletions.forget(key);
+        self.warned_annotation.lock().remove(key);
         // Its pods may now be orphans holding the tracking finalizer.
         self.release_tracked_pods(job);
     }
@@ -239,6 +252,7 @@ impl JobController {
                 }
                 if deleting {
                     self.deletions.observed(jk, &uid);
+                    self.counted_deletions.observed(jk, &uid);
                 }
                 if !tracked {
                     self.finalizers.observed(jk, &uid);
@@ -255,6 +269,7 @@ impl JobController {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             self.deletions.observed(&jk, &uid);
             self.finalizers.observed(&jk, &uid);
+            self.counted_deletions.observed(&jk, &uid);
             self.queue.add_after(jk, self.config.sync_job_batch_period);
         }
     }
@@ -318,6 +333,10 @@ impl JobController {
             return Ok(None);
         };
         let uid = job.metadata.uid.clone().unwrap_or_default();
+        // Read before the pods are listed, as upstream reads its expectations: a pod whose
+        // deletion the cache shows after this read is not in the list either, so a delete the
+        // cache catches up with during the sync is not sent again at its end.
+        let pending_counted = self.counted_deletions.pending(key);
         let pods = self.pods_of(&uid);
         let satisfied = self.creations.satisfied(key) && self.deletions.satisfied(key);
         let pending_finalizers = self.finalizers.pending(key);
@@ -340,7 +359,9 @@ impl JobController {
                     self.backoff.lock().remove(key);
                     self.stall.lock().remove(key);
                 }
-                return Ok(None);
+                let more =
+                    self.delete_counted_pods(key, epoch, &job, &skip.counted_pods, &pending_counted).await;
+                return Ok(more.then_some(self.config.sync_job_batch_period));
             }
             JobPlan::Sync(plan) => plan,
         };
@@ -378,6 +399,10 @@ impl JobController {
             }
         }
         .await;
+        // After the status writes: they are what the Job's progress waits on; these deletes only
+        // free the API server's storage.
+        let more_counted =
+            self.delete_counted_pods(key, epoch, &job, &plan.counted_pods, &pending_counted).await;
         let result = if outcome.is_ok() { "success" } else { "error" };
         self.metrics.observe_sync(
             plan.completion_mode,
@@ -385,7 +410,87 @@ impl JobController {
             plan.action.as_str(),
             started.elapsed().as_secs_f64(),
         );
-        outcome.map(|()| plan.requeue_after)
+        let requeue = match (plan.requeue_after, more_counted) {
+            (r, false) => r,
+            (None, true) => Some(self.config.sync_job_batch_period),
+            (Some(r), true) => Some(r.min(self.config.sync_job_batch_period)),
+        };
+        outcome.map(|()| requeue)
+    }
+
+    /// `batchfleet.io/delete-counted-pods`: warns once about a bad value, then DELETEs the counted
+    /// pods the core named that are not already on their way out (`pending`: the deletes sent
+    /// and not yet seen, read before the sync listed the pods), at most
+    /// `max_pod_create_delete_per_sync` of them. Returns whether some were left for a later sync.
+    /// A failed delete is logged and left to a later sync (the pod is still counted; nothing
+    /// waits on it).
+    async fn delete_counted_pods(
+        &self,
+        key: &ObjectKey,
+        epoch: Epoch,
+        job: &Job,
+        counted: &CountedPods,
+        pending: &std::collections::HashSet<String>,
+    ) -> bool {
+        match &counted.invalid_value {
+            Some(value) => {
+                let previous = self.warned_annotation.lock().insert(key.clone(), value.clone());
+                if previous.as_ref() != Some(value) {
+                    self.publish(epoch, job, vec![core::counted_pods::invalid_annotation_event(value)]);
+                }
+            }
+            // Fixed (or never bad): a bad value set again later is warned about again.
+            None => {
+                self.warned_annotation.lock().remove(key);
+            }
+        }
+        if counted.delete.is_empty() {
+            return false;
+        }
+        let todo: Vec<_> = counted.delete.iter().filter(|d| !pending.contains(&d.pod.uid)).collect();
+        let cap = self.config.max_pod_create_delete_per_sync;
+        let more = todo.len() > cap;
+        let todo = &todo[..todo.len().min(cap)];
+        if todo.is_empty() {
+            return false;
+        }
+        self.counted_deletions.expect_uids(key, todo.iter().map(|d| d.pod.uid.clone()));
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
+        let fence = self.fence(&key.namespace, epoch);
+        let results = futures::future::join_all(todo.iter().map(|d| {
+            let api = api.clone();
+            let fence = &fence;
+            async move {
+                // A finished pod has no process to stop: no grace period, as PodGC deletes
+                // terminated pods. The preconditions delete exactly the version seen counted.
+                let dp = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    preconditions: Some(Preconditions {
+                        uid: Some(d.pod.uid.clone()),
+                        resource_version: (!d.resource_version.is_empty())
+                            .then(|| d.resource_version.clone()),
+                    }),
+                    ..DeleteParams::default()
+                };
+                (d, fence.send_delete(api.delete(&d.pod.name, &dp)).await)
+            }
+        }))
+        .await;
+        let mut deleted = 0u64;
+        for (d, r) in results {
+            match r {
+                Ok(_) => deleted += 1,
+                Err(e) if e.is_not_found() => self.counted_deletions.observed(key, &d.pod.uid),
+                Err(e) => {
+                    // A Conflict (the pod changed since it was cached) too: a later sync decides
+                    // on the newer version.
+                    self.counted_deletions.failed(key, &d.pod.uid);
+                    tracing::debug!(job = %key, pod = %d.pod.name, error = %e, "could not delete a counted pod");
+                }
+            }
+        }
+        self.metrics.counted_pods_deleted(deleted);
+        more
     }
 
     fn fence(&self, namespace: &str, epoch: Epoch) -> Fence {

@@ -16,6 +16,8 @@ pub struct JobMetrics {
     finished_indexes: IntCounterVec,
     pods_creation: IntCounterVec,
     by_external_controller: IntCounterVec,
+    /// batchfleet's: pods deleted for `batchfleet.io/delete-counted-pods`.
+    counted_pods_deleted: prometheus::IntCounter,
 }
 
 fn counter(
@@ -38,7 +40,13 @@ impl JobMetrics {
             &["completion_mode", "result", "action"],
         )?;
         registry.register(Box::new(sync_duration.clone()))?;
+        let counted_pods_deleted = prometheus::IntCounter::new(
+            "batchfleet_job_counted_pods_deleted_total",
+            "Succeeded pods already counted in their Job's status that the Job controller deleted (batchfleet.io/delete-counted-pods)",
+        )?;
+        registry.register(Box::new(counted_pods_deleted.clone()))?;
         Ok(Self {
+            counted_pods_deleted,
             sync_duration,
             syncs: counter(
                 registry,
@@ -94,6 +102,10 @@ impl JobMetrics {
     pub fn observe_sync(&self, completion_mode: &str, result: &str, action: &str, seconds: f64) {
         self.sync_duration.with_label_values(&[completion_mode, result, action]).observe(seconds);
         self.syncs.with_label_values(&[completion_mode, result, action]).inc();
+    }
+
+    pub fn counted_pods_deleted(&self, n: u64) {
+        self.counted_pods_deleted.inc_by(n);
     }
 
     pub fn record(&self, metric: &Metric) {

@@ -8,6 +8,7 @@ mod expect;
 pub(crate) mod faults;
 pub mod finalizer_leak;
 pub mod fleet_scale;
+pub mod indexed_large_job;
 mod leader_metrics;
 mod lease_lapses;
 pub mod noisy_neighbour;

@@ -9,6 +9,9 @@ pub const RUN_BY_INDEX: &str = "sim.batchfleet.io/run-by-index";
 pub const EXIT_CODE: &str = "sim.batchfleet.io/exit-code";
 pub const EXIT_CODE_BY_INDEX: &str = "sim.batchfleet.io/exit-code-by-index";
 pub const FAIL_ATTEMPTS: &str = "sim.batchfleet.io/fail-attempts";
+/// Completion indexes whose every attempt fails: `odd`, `even`, or `STEP/OFFSET` (index % STEP ==
+/// OFFSET), for pathological index patterns such as every other index failing.
+pub const FAIL_INDEXES: &str = "sim.batchfleet.io/fail-indexes";
 pub const EVICT_AFTER: &str = "sim.batchfleet.io/evict-after";
 pub const READY_AFTER: &str = "sim.batchfleet.io/ready-after";
 
@@ -27,6 +30,10 @@ pub struct Script {
     pub run: RunFor,
     pub exit_code: i64,
     pub fail_attempts: u64,
+    /// With `fail-indexes` on an indexed pod: whether its index is one that fails. Such a pod's
+    /// every attempt fails with `exit-code` (1 if that is 0); any other index exits 0 (or as
+    /// `fail-attempts` says).
+    pub index_fails: Option<bool>,
     pub evict_after: Option<Duration>,
     pub ready_after: Duration,
     pub index: Option<String>,
@@ -58,6 +65,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("invalid duration {s:?}"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// `odd`, `even` or `STEP/OFFSET` → (step, offset), with 0 ≤ offset < step.
+pub fn parse_index_pattern(s: &str) -> Result<(u64, u64), String> {
+    let (step, offset) = match s.trim() {
+        "odd" => (2, 1),
+        "even" => (2, 0),
+        other => {
+            let (step, offset) = other
+                .split_once('/')
+                .ok_or_else(|| format!("index pattern {other:?} is not odd, even or STEP/OFFSET"))?;
+            let num =
+                |v: &str| v.trim().parse::<u64>().map_err(|_| format!("invalid index pattern {other:?}"));
+            (num(step)?, num(offset)?)
+        }
+    };
+    if step == 0 || offset >= step {
+        return Err(format!("index pattern {s:?} needs 0 <= OFFSET < STEP"));
+    }
+    Ok((step, offset))
 }
 
 /// `i=value,…` → the value for `index`.
@@ -103,12 +130,18 @@ impl Script {
             }
         };
         let fail_attempts = get(FAIL_ATTEMPTS).and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        let pattern =
+            get(FAIL_INDEXES).and_then(|s| parse_index_pattern(s).map_err(|e| warn(FAIL_INDEXES, e)).ok());
+        let index_fails = match (pattern, index.as_deref().and_then(|i| i.trim().parse::<u64>().ok())) {
+            (Some((step, offset)), Some(ix)) => Some(ix % step == offset),
+            _ => None,
+        };
         let evict_after =
             get(EVICT_AFTER).and_then(|s| parse_duration(s).map_err(|e| warn(EVICT_AFTER, e)).ok());
         let ready_after = get(READY_AFTER)
             .and_then(|s| parse_duration(s).map_err(|e| warn(READY_AFTER, e)).ok())
             .unwrap_or_default();
-        Script { run, exit_code, fail_attempts, evict_after, ready_after, index }
+        Script { run, exit_code, fail_attempts, index_fails, evict_after, ready_after, index }
     }
 }
 
@@ -143,6 +176,25 @@ mod tests {
         pod1["metadata"]["annotations"][COMPLETION_INDEX] = json!("1");
         assert_eq!(Script::of(&pod1).exit_code, 42);
         assert_eq!(Script::of(&pod1).run, RunFor::Duration(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn fail_indexes_picks_every_other_index_or_a_step() {
+        let pod = |pattern: &str, ix: &str| json!({"metadata": {"name": "p", "annotations": {FAIL_INDEXES: pattern, COMPLETION_INDEX: ix}}});
+        let fails = |pattern: &str| -> Vec<u64> {
+            (0..9).filter(|i| Script::of(&pod(pattern, &i.to_string())).index_fails == Some(true)).collect()
+        };
+        assert_eq!(fails("odd"), vec![1, 3, 5, 7]);
+        assert_eq!(fails("even"), vec![0, 2, 4, 6, 8]);
+        assert_eq!(fails("3/2"), vec![2, 5, 8]);
+        assert_eq!(fails(" 4/0 "), vec![0, 4, 8]);
+        for bad in ["", "2", "0/0", "2/2", "x/1", "odd/1", "-1/0"] {
+            assert!(parse_index_pattern(bad).is_err(), "{bad:?}");
+            assert!(fails(bad).is_empty(), "a bad pattern fails nothing: {bad:?}");
+        }
+        // No index (a NonIndexed pod): nothing fails.
+        let plain = json!({"metadata": {"annotations": {FAIL_INDEXES: "odd"}}});
+        assert_eq!(Script::of(&plain).index_fails, None);
     }
 
     #[test]

@@ -336,12 +336,13 @@ impl Kubelet {
             *n += 1;
             *n
         };
-        let code = if script.fail_attempts > 0 {
-            if attempt <= script.fail_attempts {
-                if script.exit_code == 0 { 1 } else { script.exit_code }
-            } else {
-                0
-            }
+        let failing_code = if script.exit_code == 0 { 1 } else { script.exit_code };
+        let code = if script.index_fails == Some(true) {
+            failing_code
+        } else if script.fail_attempts > 0 {
+            if attempt <= script.fail_attempts { failing_code } else { 0 }
+        } else if script.index_fails == Some(false) {
+            0
         } else {
             script.exit_code
         };

@@ -26,7 +26,14 @@ pub struct Config {
     /// Send the stall signals of [`super::stall`] (Events and the `batchfleet.io/PodCreationBlocked`
     /// condition); off, the controller behaves exactly as upstream's.
     pub stall_signals: bool,
+    /// The size guard's limit on an Indexed Job's object (see [`super::status_size`]): near 80 % of
+    /// it the `batchfleet.io/StatusSizeNearLimit` condition is set. 0 turns the guard off.
+    pub status_size_limit_bytes: u64,
 }
+
+/// etcd's default request size limit (`--max-request-bytes`, 1.5 MiB), which a Job's status write
+/// must fit into.
+pub const DEFAULT_STATUS_SIZE_LIMIT_BYTES: u64 = 1_572_864;
 
 impl Default for Config {
     fn default() -> Self {
@@ -40,6 +47,7 @@ impl Default for Config {
             max_api_backoff: Duration::from_secs(60),
             managed_by: JOB_CONTROLLER_NAME.to_string(),
             stall_signals: true,
+            status_size_limit_bytes: DEFAULT_STATUS_SIZE_LIMIT_BYTES,
         }
     }
 }

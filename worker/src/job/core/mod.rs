@@ -18,6 +18,7 @@
 mod backoff;
 mod conditions;
 mod config;
+pub mod counted_pods;
 mod failure_policy;
 mod indexed;
 mod intervals;
@@ -27,6 +28,7 @@ pub mod orphan;
 mod plan;
 mod pod_template;
 pub mod stall;
+pub mod status_size;
 mod success_policy;
 mod sync;
 mod tracking;
@@ -37,7 +39,8 @@ mod testutil;
 
 pub use backoff::{BackoffRecord, finished_time};
 pub use conditions::is_job_finished;
-pub use config::Config;
+pub use config::{Config, DEFAULT_STATUS_SIZE_LIMIT_BYTES};
+pub use counted_pods::{CountedPodDelete, CountedPods};
 pub use intervals::{Interval, OrderedIntervals};
 pub use orphan::orphan_needs_finalizer_removal;
 pub use plan::{

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::backoff::BackoffRecord;
 use super::config::Config;
+use super::counted_pods::CountedPods;
 use super::stall::{CreateRefusal, StallRecord};
 use super::sync::SyncState;
 use super::tracking::TrackState;
@@ -54,6 +55,8 @@ pub struct Skip {
     pub events: Vec<Event>,
     /// Upstream drops the Job's back-off record when it sees the Job finished.
     pub forget_backoff_record: bool,
+    /// `batchfleet.io/delete-counted-pods`: a finished Job's counted pods are deleted too.
+    pub counted_pods: CountedPods,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +100,9 @@ pub struct SyncPlan {
     pub pod_ops: PodOps,
     /// Requeue the Job after this delay (earliest wins): active deadline or pod back-off.
     pub requeue_after: Option<Duration>,
+    /// `batchfleet.io/delete-counted-pods`: counted pods to DELETE, apart from [`Self::pod_ops`]
+    /// (they are neither active nor counted again, so no step below depends on them).
+    pub counted_pods: CountedPods,
     pub(super) state: SyncState,
 }
 

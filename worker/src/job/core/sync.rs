@@ -9,6 +9,7 @@ use k8s_openapi::api::batch::v1::JobCondition;
 
 use super::backoff::{BackoffRecord, new_backoff_record};
 use super::conditions::{self, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED, TRUE, new_condition};
+use super::counted_pods::{CountedPods, counted_pods};
 use super::indexed::{
     calculate_failed_indexes, calculate_succeeded_indexes, pods_with_delayed_deletion_per_index,
 };
@@ -19,6 +20,7 @@ use super::plan::{
     StatusPlan, SyncAction, SyncError, SyncInput, SyncPlan,
 };
 use super::stall::{self, StallRecord};
+use super::status_size::{self, StatusSize};
 use super::success_policy::match_success_policy;
 use super::tracking::{JobFacts, TrackInput, WorkStatus, track};
 use super::view::{INDEXED, JobView, NON_INDEXED, Phase, PodFacts, pod_facts};
@@ -59,6 +61,9 @@ pub(crate) struct SyncState {
     /// Nodes holding this Job's pods stuck Terminating while the Job waits on them, and how many
     /// such pods.
     lost_nodes: (Vec<String>, usize),
+    /// The Job's estimated size after this sync and the guard's limit, for an Indexed Job with the
+    /// size guard on.
+    status_size: Option<(StatusSize, u64)>,
 }
 
 /// Decides one sync of `input.job`. Pure: same input, same plan.
@@ -74,6 +79,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             reason: SkipReason::ManagedByOther(managed_by.to_string()),
             events: Vec::new(),
             forget_backoff_record: false,
+            counted_pods: CountedPods::default(),
         });
     }
     if conditions::is_job_finished(job) {
@@ -81,6 +87,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             reason: SkipReason::Finished,
             events: Vec::new(),
             forget_backoff_record: true,
+            counted_pods: counted_pods(job, input.pods),
         });
     }
     if let Some(mode) = job.spec.as_ref().and_then(|s| s.completion_mode.as_deref())
@@ -94,6 +101,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
                 "Skipped Job sync because completion mode is unknown",
             )],
             forget_backoff_record: false,
+            counted_pods: CountedPods::default(),
         });
     }
 
@@ -279,11 +287,18 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
         (Vec::new(), 0)
     };
 
+    // Only Indexed Jobs have index strings that grow with the Job.
+    let status_size = (view.indexed && cfg.status_size_limit_bytes > 0).then(|| {
+        let size = status_size::estimate(job, &succeeded_indexes, failed_indexes.as_ref());
+        (size, cfg.status_size_limit_bytes)
+    });
+
     JobPlan::Sync(Box::new(SyncPlan {
         completion_mode: view.completion_mode(),
         action,
         pod_ops,
         requeue_after: requeue,
+        counted_pods: counted_pods(job, input.pods),
         state: SyncState {
             job: JobFacts {
                 completion_mode: view.completion_mode(),
@@ -319,6 +334,7 @@ pub fn sync_job(input: &SyncInput<'_>) -> JobPlan {
             stall_config: cfg.stall_signals.then(|| cfg.clone()),
             backoff_until,
             lost_nodes,
+            status_size,
         },
     }))
 }
@@ -527,9 +543,15 @@ impl SyncPlan {
             );
         }
 
+        let mut size_changed = false;
+        if let Some((size, limit)) = &s.status_size {
+            size_changed = status_size::apply(size, *limit, &mut status.conditions, &mut events, s.job.now);
+        }
+
         let to_i32 = |v: i64| i32::try_from(v.max(0)).unwrap_or(i32::MAX);
         let (active, ready, terminating) = (to_i32(active), to_i32(ready), to_i32(terminating));
         let needs_flush = stall_changed
+            || size_changed
             || suspend_changed
             || active != status.active
             || Some(ready) != status.ready
@@ -639,3 +661,7 @@ mod tests;
 #[cfg(test)]
 #[path = "stall_sync_tests.rs"]
 mod stall_tests;
+
+#[cfg(test)]
+#[path = "large_indexed_sync_tests.rs"]
+mod large_indexed_tests;
