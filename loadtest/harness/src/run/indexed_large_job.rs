@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use batchfleet_audits::Outcome;
+use batchfleet_sim::SimConfig;
 use batchfleet_sim::audit::{AuditEvent, Stage};
-use batchfleet_sim::{SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::own_kind::{self, RunSim};
 use crate::fleet_processes::{self, FleetLayout};
 
 /// The `kind` of a scenario file this runner takes.
@@ -215,21 +216,12 @@ fn phase_count(pods: &[Pod], phase: &str) -> usize {
 /// Runs the scenario; answers whether every audit passed, and the report's path.
 pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, PathBuf)> {
     let wall = Instant::now();
-    let logs_dir = out.join("logs");
-    std::fs::create_dir_all(&logs_dir)?;
     println!("scenario {name}: {}", spec.description);
-    let audit_path = out.join("audit.log");
-    let sim = SimCluster::start(SimConfig {
-        nodes: spec.nodes,
-        kubelet_events: false,
-        audit_log: Some(audit_path.clone()),
-        ..SimConfig::default()
-    })
-    .await
-    .context("starting the sim cluster")?;
-    let kubeconfig = out.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let client = kube::Client::try_from(kube::Config::new(sim.url().parse()?))?;
+    let RunSim { sim, kubeconfig, client, logs_dir, audit_path } = own_kind::start_sim(
+        out,
+        SimConfig { nodes: spec.nodes, kubelet_events: false, ..SimConfig::default() },
+    )
+    .await?;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
 
@@ -351,11 +343,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
     let worker_peak_rss_mib = peak_rss as f64 / (1024.0 * 1024.0);
     let audits = audit(&spec, &final_job, &seen, &events, &left, &deletes, limit, worker_peak_rss_mib);
     let passed = audits.iter().all(Outcome::not_failed);
-    let violations = audits
-        .iter()
-        .filter(|o| !o.violations.is_empty())
-        .map(|o| (o.name.clone(), o.violations.clone()))
-        .collect();
+    let violations = crate::run::report::violations(audits.iter());
     let status = final_job.status.as_ref();
     let report = IndexedLargeJobReport {
         scenario: name.into(),
@@ -383,8 +371,6 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         ]),
         wall_seconds: wall.elapsed().as_secs_f64(),
     };
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
     println!(
         "completedIndexes {} bytes, failedIndexes {} bytes, Job {} bytes (limit {}); guard seen: {}",
         report.completed_indexes_bytes,
@@ -393,15 +379,7 @@ pub async fn run(name: &str, spec: Spec, out: &Path) -> anyhow::Result<(bool, Pa
         limit,
         report.guard_seen_true
     );
-    for o in &report.audits {
-        println!(
-            "{} {}: {} (target: {})",
-            if o.passed { "PASS" } else { "FAIL" },
-            o.name,
-            o.measured,
-            o.target
-        );
-    }
+    let path = own_kind::write_report(out, &report, &report.audits)?;
     Ok((report.passed, path))
 }
 
