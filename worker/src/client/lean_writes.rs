@@ -2,14 +2,15 @@
 //! (whose requests these build the same way) decode every answer into the whole object,
 //! `managedFields` included. The Job controller reads of a pod it created, patched or deleted
 //! only the name and the resourceVersion written (the fence's barrier); the CronJob controller
-//! keeps the Jobs it creates and the CronJobs it writes, so those come back whole but for
-//! `managedFields` ([`Lean`]).
+//! keeps the Jobs it creates and the CronJobs it writes, so those come back as the store keeps
+//! them, `managedFields` never built ([`Lean`]).
 
 use kube::core::Request;
 use kube::{Client, Resource};
 use serde::{Deserialize, Serialize};
 
-use super::without_managed_fields::Lean;
+use super::lean_decode::Lean;
+use crate::informer::Cached;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 /// What a write's answer is read for: whether it is a `Status` (a delete that removed the object
@@ -96,7 +97,7 @@ where
 /// `Api::create`, answered with the object created, without its `managedFields`.
 pub async fn create_whole<K>(client: &Client, namespace: &str, pp: &PostParams, data: &K) -> kube::Result<K>
 where
-    K: Resource<DynamicType = ()> + Serialize + serde::de::DeserializeOwned,
+    K: Cached + Serialize,
 {
     let mut req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
     req.extensions_mut().insert("create");
@@ -112,7 +113,7 @@ pub async fn replace_status_whole<K>(
     data: &K,
 ) -> kube::Result<K>
 where
-    K: Resource<DynamicType = ()> + Serialize + serde::de::DeserializeOwned,
+    K: Cached + Serialize,
 {
     let mut req = request::<K>(namespace)
         .replace_subresource("status", name, pp, body(data)?)

@@ -19,7 +19,7 @@ use kube::core::{ObjectList, Request};
 use tokio::sync::Notify;
 
 use super::shard::ShardTable;
-use crate::client::without_managed_fields::Lean;
+use crate::client::lean_decode::Lean;
 use crate::informer::{Cached, ObjectKey, Store};
 use crate::retry::RetryBackoff;
 
