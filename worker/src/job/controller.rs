@@ -526,7 +526,7 @@ impl JobController {
             let (patch, params) = (&patch, &params);
             async move {
                 let write =
-                    lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &p.name, &params, patch);
+                    lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &p.name, params, patch);
                 match fence.send_written(write).await {
                     Ok(_) => FinalizerRemoval::Removed,
                     Err(e) if e.is_not_found() => {
