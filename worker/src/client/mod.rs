@@ -3,6 +3,8 @@
 //! worker's client for its controllers is also fenced by its lease ([`LeaseDeadline`]).
 
 mod fenced_connections;
+pub mod lean_decode;
+pub mod lean_writes;
 mod lease_gate;
 #[cfg(test)]
 mod test_server;

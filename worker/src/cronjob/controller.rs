@@ -12,6 +12,7 @@ use super::core::{self, ApiError, Effect, Next, Outcome, UpdateAction};
 use super::creates_first::CreatesFirst;
 use super::signals::CronJobSignals;
 use crate::api_errors;
+use crate::client::lean_writes;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
 use crate::informer::{Handler, Informers, JOBS_BY_CONTROLLER_NAME, ObjectKey, Store, is_newer};
@@ -200,9 +201,9 @@ impl CronJobController {
                     g.answer(r)
                 }
                 Next::CreateJob(c) => {
-                    let api: Api<Job> = Api::namespaced(self.client.clone(), &c.namespace);
+                    let pp = PostParams::default();
                     let r = fence
-                        .send_object(api.create(&PostParams::default(), &c.job))
+                        .send_object(lean_writes::create_whole(&self.client, &c.namespace, &pp, &*c.job))
                         .await
                         .map(Arc::new)
                         .map_err(write_error);
@@ -217,9 +218,15 @@ impl CronJobController {
                     self.creates_first.wait_for_creates(STATUS_WRITE_MAX_HOLD).await;
                     let ns = u.cronjob.metadata.namespace.clone().unwrap_or_default();
                     let name = u.cronjob.metadata.name.clone().unwrap_or_default();
-                    let api: Api<CronJob> = Api::namespaced(self.client.clone(), &ns);
+                    let pp = PostParams::default();
                     let r = fence
-                        .send_object(api.replace_status(&name, &PostParams::default(), &u.cronjob))
+                        .send_object(lean_writes::replace_status_whole(
+                            &self.client,
+                            &ns,
+                            &name,
+                            &pp,
+                            &*u.cronjob,
+                        ))
                         .await;
                     if let Ok(written) = &r {
                         self.cronjobs.wrote(written.clone(), self);

@@ -1,6 +1,11 @@
 //! What the stores keep of an object: the transform applied to every object before it is
 //! stored, as kube-controller-manager's informers apply `informers.WithTransform(trim)`.
 //!
+//! What a store keeps is also what is decoded of a watch event or a list: each kind's
+//! [`Cached::DECODED`] names the fields the decode reads, and the parser steps over the rest
+//! without building them. The trim still runs on what is decoded (it filters a pod's annotations,
+//! and objects that reach a store from elsewhere, such as a write's answer, come whole).
+//!
 //! Every kind loses `managedFields`, which no controller reads and which is the bulk of a decoded
 //! object (a tree of maps per field manager). Jobs and CronJobs keep everything else: the
 //! controllers send them back whole (`replace_status`), and a Job's pod template is what its
@@ -46,12 +51,17 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 
+use crate::client::lean_decode::Fields;
 use crate::ttl;
 
 /// A kind the worker's stores hold, and what they keep of it.
 pub trait Cached:
     kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {
+    /// What is read of the object as it is decoded from the API ([`crate::client::lean_decode`]):
+    /// no more than [`Cached::trimmed`] keeps, so that what the trim would drop is never built.
+    const DECODED: &'static Fields = &Fields::AN_OBJECT;
+
     /// The object as stored: what no controller reads dropped.
     fn trimmed(self) -> Self;
 }
@@ -88,6 +98,8 @@ impl Cached for CronJob {
 const JOB_ANNOTATIONS: &str = "batch.kubernetes.io/";
 
 impl Cached for Pod {
+    const DECODED: &'static Fields = &POD;
+
     fn trimmed(self) -> Self {
         // A Job's pods are the many; the bare pods' TTL is read of bare pods alone.
         let keeps_ttl = ttl::pod_core::is_bare(&self);
@@ -122,6 +134,56 @@ impl Cached for Pod {
         Pod { metadata, spec, status }
     }
 }
+
+/// What a pod's decode reads ([`crate::client::lean_decode`]): the fields the table above keeps,
+/// so [`Cached::trimmed`] is left only the annotations to filter.
+const POD: Fields = Fields {
+    skip: &[],
+    only: None,
+    nested: &[("metadata", &POD_METADATA), ("spec", &POD_SPEC), ("status", &POD_STATUS)],
+};
+
+const POD_METADATA: Fields = Fields {
+    skip: &[],
+    only: Some(&[
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "ownerReferences",
+        "finalizers",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "annotations",
+    ]),
+    nested: &[],
+};
+
+const POD_SPEC: Fields = Fields { skip: &[], only: Some(&["nodeName"]), nested: &[] };
+
+const POD_STATUS: Fields = Fields {
+    skip: &[],
+    only: Some(&["phase", "conditions", "containerStatuses", "initContainerStatuses"]),
+    nested: &[
+        ("conditions", &POD_CONDITION),
+        ("containerStatuses", &CONTAINER_STATUS),
+        ("initContainerStatuses", &CONTAINER_STATUS),
+    ],
+};
+
+const POD_CONDITION: Fields =
+    Fields { skip: &[], only: Some(&["type", "status", "lastTransitionTime"]), nested: &[] };
+
+const CONTAINER_STATUS: Fields = Fields {
+    skip: &[],
+    only: Some(&["name", "restartCount", "state"]),
+    nested: &[("state", &CONTAINER_STATE)],
+};
+
+const CONTAINER_STATE: Fields = Fields { skip: &[], only: None, nested: &[("terminated", &TERMINATED)] };
+
+const TERMINATED: Fields = Fields { skip: &[], only: Some(&["exitCode", "finishedAt"]), nested: &[] };
 
 /// `v` without spare capacity. A decoded list grows as it is read: one container status (752
 /// bytes inline) sits in room for four, five conditions in room for eight.
@@ -176,7 +238,11 @@ mod tests {
 
     /// A pod as the sim's kubelet leaves a failed one, with what the Job controller made it of.
     fn failed_pod() -> Pod {
-        serde_json::from_value(json!({
+        serde_json::from_value(failed_pod_json()).expect("a pod")
+    }
+
+    fn failed_pod_json() -> serde_json::Value {
+        json!({
             "metadata": {
                 "name": "j-0-x", "generateName": "j-0-", "namespace": "ns", "uid": "u", "resourceVersion": "42",
                 "creationTimestamp": "2026-11-28T10:00:00Z", "deletionTimestamp": "2026-11-28T10:01:00Z",
@@ -205,8 +271,7 @@ mod tests {
                 "initContainerStatuses": [{"name": "init", "image": "busybox", "imageID": "", "ready": false,
                     "restartCount": 1, "state": {"terminated": {"exitCode": 0, "finishedAt": "2026-11-28T10:00:01Z"}}}]
             }
-        }))
-        .expect("a pod")
+        })
     }
 
     #[test]
@@ -236,6 +301,26 @@ mod tests {
         }))
         .expect("a pod");
         assert_eq!(kept, want);
+    }
+
+    /// A pod decoded as the watches decode it ([`Cached::DECODED`]) is stored the same as one
+    /// decoded whole: the decode skips no more than the trim drops. A Job's pod and a bare one
+    /// (which keeps the TTL annotation), with every field the trim reads present.
+    #[test]
+    fn a_pod_decoded_lean_is_trimmed_to_the_same() {
+        use crate::client::lean_decode::Lean;
+        let mut bare = failed_pod_json();
+        bare["metadata"]["ownerReferences"] = json!([]);
+        bare["metadata"]["annotations"][ttl::pod_core::TTL_ANNOTATION] = json!("30");
+        bare["status"]["containerStatuses"][0]["state"] =
+            json!({"running": {"startedAt": "2026-11-28T10:00:02Z"}});
+        for json in [failed_pod_json(), bare] {
+            let text = json.to_string();
+            let whole: Pod = serde_json::from_str(&text).expect("a pod");
+            let Lean(lean) = serde_json::from_str::<Lean<Pod>>(&text).expect("a pod");
+            assert_ne!(lean, whole, "the decode skipped something");
+            assert_eq!(lean.trimmed(), whole.trimmed());
+        }
     }
 
     /// The bare pods' TTL annotation is kept on bare pods, and dropped from a Job's.

@@ -17,6 +17,7 @@ use super::core::{
     JOB_TRACKING_FINALIZER, JobPlan, PodOpResults, PodOps, PodRef, StallRecord, SyncInput,
 };
 use super::metrics::JobMetrics;
+use crate::client::lean_writes;
 use crate::clock::Clock;
 use crate::events::{EventSink, PendingEvent};
 use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, PODS_BY_JOB_UID, Store, controlling_job_uid};
@@ -311,10 +312,11 @@ impl JobController {
         if !core::orphan_needs_finalizer_removal(&pod, owner.as_deref(), &self.config) {
             return Ok(());
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
         let fence = self.fence(&key.namespace, epoch);
         let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
-        match fence.send_object(api.patch(&key.name, &PatchParams::default(), &patch)).await {
+        let params = PatchParams::default();
+        let write = lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &key.name, &params, &patch);
+        match fence.send_written(write).await {
             Ok(_) => {
                 // No event upstream either; the log says where a stray pod's finalizer went.
                 tracing::info!(pod = %key, "removed the tracking finalizer of a pod no unfinished Job controls");
@@ -507,9 +509,14 @@ impl JobController {
         updated.status = Some(status);
         let ns = job.metadata.namespace.clone().unwrap_or_default();
         let name = job.metadata.name.clone().unwrap_or_default();
-        let api: Api<Job> = Api::namespaced(self.client.clone(), &ns);
         let written = fence
-            .send_object(api.replace_status(&name, &PostParams::default(), &updated))
+            .send_object(lean_writes::replace_status_whole(
+                &self.client,
+                &ns,
+                &name,
+                &PostParams::default(),
+                &updated,
+            ))
             .await
             .map_err(SyncFailure::Write)?;
         // Our own write: keep the store ahead of the watch so the next sync builds on it (the
@@ -519,24 +526,20 @@ impl JobController {
     }
 
     async fn run_pod_ops(&self, key: &ObjectKey, fence: &Fence, ops: &PodOps) -> PodOpResults {
-        let ns = key.namespace.clone();
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         match ops {
             PodOps::None => PodOpResults::None,
             PodOps::DeleteActive(refs) => {
                 self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
-                let outcomes = futures::future::join_all(
-                    refs.iter().map(|r| self.delete_pod(key, fence, &pods, r, false)),
-                )
-                .await;
+                let outcomes =
+                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, fence, r, false)))
+                        .await;
                 PodOpResults::Deletes(outcomes)
             }
             PodOps::RemoveFinalizerAndDelete(refs) => {
                 self.deletions.expect_uids(key, refs.iter().map(|r| r.uid.clone()));
-                let outcomes = futures::future::join_all(
-                    refs.iter().map(|r| self.delete_pod(key, fence, &pods, r, true)),
-                )
-                .await;
+                let outcomes =
+                    futures::future::join_all(refs.iter().map(|r| self.delete_pod(key, fence, r, true)))
+                        .await;
                 PodOpResults::Deletes(outcomes)
             }
             PodOps::Create(plan) => {
@@ -544,9 +547,9 @@ impl JobController {
                 let mut outcomes = vec![CreateOutcome::Skipped; plan.pods.len()];
                 let pp = PostParams::default();
                 for batch in &plan.batches {
-                    let results = futures::future::join_all(
-                        plan.pods[batch.clone()].iter().map(|p| fence.send_object(pods.create(&pp, p))),
-                    )
+                    let results = futures::future::join_all(plan.pods[batch.clone()].iter().map(|p| {
+                        fence.send_written(lean_writes::create(&self.client, &key.namespace, &pp, p))
+                    }))
                     .await;
                     let mut failed = false;
                     for (i, r) in batch.clone().zip(results) {
@@ -578,13 +581,14 @@ impl JobController {
         &self,
         key: &ObjectKey,
         fence: &Fence,
-        api: &Api<Pod>,
         r: &PodRef,
         remove_finalizer_first: bool,
     ) -> DeleteOutcome {
         if remove_finalizer_first {
             let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
-            match fence.send_object(api.patch(&r.name, &PatchParams::default(), &patch)).await {
+            let params = PatchParams::default();
+            let write = lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &r.name, &params, &patch);
+            match fence.send_written(write).await {
                 Ok(_) => {}
                 Err(e) if e.is_not_found() => {
                     self.deletions.observed(key, &r.uid);
@@ -597,8 +601,8 @@ impl JobController {
             }
         }
         let dp = DeleteParams::default();
-        let delete = api.delete(&r.name, &dp);
-        match fence.send_delete(delete).await {
+        let delete = lean_writes::delete::<Pod>(&self.client, &key.namespace, &r.name, &dp);
+        match fence.send_written(delete).await {
             Ok(_) => DeleteOutcome::Deleted,
             Err(e) if e.is_not_found() => {
                 self.deletions.observed(key, &r.uid);
@@ -621,13 +625,14 @@ impl JobController {
             return Vec::new();
         }
         self.finalizers.expect_uids(key, pods.iter().map(|p| p.uid.clone()));
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
         let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
+        let params = PatchParams::default();
         futures::future::join_all(pods.iter().map(|p| {
-            let api = api.clone();
-            let patch = &patch;
+            let (patch, params) = (&patch, &params);
             async move {
-                match fence.send_object(api.patch(&p.name, &PatchParams::default(), patch)).await {
+                let write =
+                    lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &p.name, params, patch);
+                match fence.send_written(write).await {
                     Ok(_) => FinalizerRemoval::Removed,
                     Err(e) if e.is_not_found() => {
                         self.finalizers.observed(key, &p.uid);

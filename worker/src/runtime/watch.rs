@@ -5,6 +5,9 @@
 //! events and bookmarks), so ACTIVATE can wait until the store reflects the hand-over barrier.
 //! Asked to, it lists again (a consistent LIST of its shards); what the store holds of its shards
 //! and the list lacks was deleted meanwhile.
+//!
+//! Lists and events are decoded through [`Lean`]: `managedFields`, which the stores' trim drops,
+//! is stepped over by the parser rather than built and freed.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use kube::core::{ObjectList, Request};
 use tokio::sync::Notify;
 
 use super::shard::ShardTable;
+use crate::client::lean_decode::Lean;
 use crate::informer::{Cached, ObjectKey, Store};
 use crate::retry::RetryBackoff;
 
@@ -231,7 +235,7 @@ async fn run<K: Cached>(
                 lp = lp.continue_token(c);
             }
             let page = match request.list(&lp) {
-                Ok(r) => client.request::<ObjectList<K>>(with_selector(r, &scope)).await,
+                Ok(r) => client.request::<ObjectList<Lean<K>>>(with_selector(r, &scope)).await,
                 Err(e) => {
                     tracing::error!(kind = %kind, error = %e, "building the list request");
                     return;
@@ -249,7 +253,7 @@ async fn run<K: Cached>(
             };
             list_backoff.reset();
             let rv = rv_of(page.metadata.resource_version.as_deref());
-            for obj in page.items {
+            for Lean(obj) in page.items {
                 seen.insert(ObjectKey::of(obj.meta()));
                 store.observe(obj, serves);
             }
@@ -268,7 +272,7 @@ async fn run<K: Cached>(
         'watch: loop {
             let wp = WatchParams::default().timeout(290);
             let events = match request.watch(&wp, &rv.to_string()) {
-                Ok(r) => client.request_events::<K>(with_selector(r, &scope)).await,
+                Ok(r) => client.request_events::<Lean<K>>(with_selector(r, &scope)).await,
                 Err(e) => {
                     tracing::error!(kind = %kind, error = %e, "building the watch request");
                     return;
@@ -290,14 +294,14 @@ async fn run<K: Cached>(
                 };
                 match event {
                     None => continue 'watch,
-                    Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                    Some(Ok(WatchEvent::Added(Lean(obj)) | WatchEvent::Modified(Lean(obj)))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe(obj, serves) == Some(true) {
                             objects += 1;
                         }
                         advance(rv, false, objects);
                     }
-                    Some(Ok(WatchEvent::Deleted(obj))) => {
+                    Some(Ok(WatchEvent::Deleted(Lean(obj)))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe_deleted(&obj, serves) {
                             objects = objects.saturating_sub(1);

@@ -7,6 +7,7 @@ use std::future::Future;
 
 use super::shard::{Epoch, Fenced, ShardTable};
 use crate::api_errors;
+use crate::client::lean_writes::Written;
 
 /// A failed write, classified once for every caller.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +83,15 @@ impl Fence {
         write: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, WriteError> {
         self.send(write, |o| o.meta().resource_version.as_deref()).await
+    }
+
+    /// [`Fence::send`] for a write answered with what [`Written`] reads of it (a delete's
+    /// `Status` carries no resourceVersion).
+    pub async fn send_written(
+        &self,
+        write: impl Future<Output = Result<Written, kube::Error>>,
+    ) -> Result<Written, WriteError> {
+        self.send(write, Written::resource_version).await
     }
 
     /// [`Fence::send`] for a delete: the object as the delete left it (graceful deletion or

@@ -1,0 +1,144 @@
+//! Writes whose answers are decoded only as far as the caller reads them: kube's `Api` methods
+//! (whose requests these build the same way) decode every answer into the whole object,
+//! `managedFields` included. The Job controller reads of a pod it created, patched or deleted
+//! only the name and the resourceVersion written (the fence's barrier); the CronJob controller
+//! keeps the Jobs it creates and the CronJobs it writes, so those come back as the store keeps
+//! them, `managedFields` never built ([`Lean`]).
+
+use kube::core::Request;
+use kube::{Client, Resource};
+use serde::{Deserialize, Serialize};
+
+use super::lean_decode::Lean;
+use crate::informer::Cached;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+
+/// What a write's answer is read for: whether it is a `Status` (a delete that removed the object
+/// at once), and the name and resourceVersion it wrote. Every other field is skipped unbuilt.
+#[derive(Debug, Default, Deserialize)]
+pub struct Written {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    pub metadata: WrittenMeta,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct WrittenMeta {
+    pub name: Option<String>,
+    #[serde(rename = "resourceVersion")]
+    pub resource_version: Option<String>,
+}
+
+impl Written {
+    /// The resourceVersion the write left on the object; none when the answer is a `Status`
+    /// (the object is gone), as kube's `Either::Right`.
+    pub fn resource_version(&self) -> Option<&str> {
+        if self.is_status() { None } else { self.metadata.resource_version.as_deref() }
+    }
+
+    /// Whether the API server answered with a `Status` rather than the object.
+    pub fn is_status(&self) -> bool {
+        self.kind.as_deref() == Some("Status")
+    }
+}
+
+fn request<K: Resource<DynamicType = ()>>(namespace: &str) -> Request {
+    Request::new(K::url_path(&(), Some(namespace)))
+}
+
+fn body<T: Serialize>(data: &T) -> kube::Result<Vec<u8>> {
+    serde_json::to_vec(data).map_err(kube::Error::SerdeError)
+}
+
+/// `Api::create`, answered with what [`Written`] reads.
+pub async fn create<K>(client: &Client, namespace: &str, pp: &PostParams, data: &K) -> kube::Result<Written>
+where
+    K: Resource<DynamicType = ()> + Serialize,
+{
+    let mut req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("create");
+    client.request::<Written>(req).await
+}
+
+/// `Api::patch`, answered with what [`Written`] reads.
+pub async fn patch<K, P>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    pp: &PatchParams,
+    patch: &Patch<P>,
+) -> kube::Result<Written>
+where
+    K: Resource<DynamicType = ()>,
+    P: Serialize + std::fmt::Debug,
+{
+    let mut req = request::<K>(namespace).patch(name, pp, patch).map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("patch");
+    client.request::<Written>(req).await
+}
+
+/// `Api::delete`, answered with what [`Written`] reads (a `Status` or the object as the delete
+/// left it), decoded once rather than kube's twice.
+pub async fn delete<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    dp: &DeleteParams,
+) -> kube::Result<Written>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let mut req = request::<K>(namespace).delete(name, dp).map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("delete");
+    client.request::<Written>(req).await
+}
+
+/// `Api::create`, answered with the object created, without its `managedFields`.
+pub async fn create_whole<K>(client: &Client, namespace: &str, pp: &PostParams, data: &K) -> kube::Result<K>
+where
+    K: Cached + Serialize,
+{
+    let mut req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("create");
+    client.request::<Lean<K>>(req).await.map(|Lean(k)| k)
+}
+
+/// `Api::replace_status`, answered with the object written, without its `managedFields`.
+pub async fn replace_status_whole<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    pp: &PostParams,
+    data: &K,
+) -> kube::Result<K>
+where
+    K: Cached + Serialize,
+{
+    let mut req = request::<K>(namespace)
+        .replace_subresource("status", name, pp, body(data)?)
+        .map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("replace_status");
+    client.request::<Lean<K>>(req).await.map(|Lean(k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_gives_its_name_and_resource_version_unless_it_is_a_status() {
+        let pod = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","resourceVersion":"12",
+                      "managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}]},"spec":{"containers":[]}}"#;
+        let written: Written = serde_json::from_str(pod).unwrap();
+        assert_eq!(written.metadata.name.as_deref(), Some("p"));
+        assert_eq!(written.resource_version(), Some("12"));
+        assert!(!written.is_status());
+
+        let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{"resourceVersion":"13"},"status":"Success",
+                         "details":{"name":"p","kind":"pods","uid":"u"}}"#;
+        let written: Written = serde_json::from_str(status).unwrap();
+        assert!(written.is_status());
+        assert_eq!(written.resource_version(), None);
+    }
+}
