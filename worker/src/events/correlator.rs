@@ -153,7 +153,12 @@ fn get_event_key(event: &Event) -> String {
 
 /// `getSpamKey`: source and involved object (without its field path), joined with no separator.
 fn get_spam_key(event: &Event) -> String {
-    source_and_object(event, false).concat()
+    let key = source_and_object(event, false).concat();
+    // batchfleet's own reasons count in a bucket of their own (`own_reasons.rs`).
+    match event.reason.as_deref() {
+        Some(reason) if super::own_reasons::is_own(reason) => key + "\0batchfleet",
+        _ => key,
+    }
 }
 
 /// `EventAggregatorByReasonFunc`: the aggregate key (source, involved object without its field

@@ -8,6 +8,7 @@
 //! and counted ([`ShardTable::stale_events`]), never sent.
 
 mod correlator;
+mod own_reasons;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

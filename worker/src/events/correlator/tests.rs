@@ -757,3 +757,21 @@ fn aggregate_state_is_keyed_by_aggregate_key() {
     assert_eq!(event.count, Some(2));
     assert_eq!(event.metadata.resource_version, None);
 }
+
+/// Beyond upstream: with upstream's bucket of an object spent (burst 1 here), an Event of one of
+/// batchfleet's own reasons still passes, in a bucket of its own; a second one is spam in that
+/// bucket; upstream's reasons stay spam as in the case above.
+#[test]
+fn batchfleets_own_reasons_count_in_a_bucket_of_their_own() {
+    let mut clock = IntervalClock::new(1);
+    let mut c = EventCorrelator::with_spam_filter(1, get_spam_key);
+    let pod = || make_object_reference("Pod", "my-pod", "my-ns");
+    let first = c.correlate(make_event("original", "i am first", pod()), clock.now());
+    assert!(event_of(&first).is_some());
+    let upstream = c.correlate(make_event("duplicate", "me again", pod()), clock.now());
+    assert_eq!(upstream, Correlated::Skip, "upstream's bucket is spent");
+    let own = c.correlate(make_event("StatusSizeNearLimit", "near the limit", pod()), clock.now());
+    assert!(event_of(&own).is_some(), "an own reason has a bucket of its own: {own:?}");
+    let own_again = c.correlate(make_event("ForbidBlocked", "blocked", pod()), clock.now());
+    assert_eq!(own_again, Correlated::Skip, "and its bucket has upstream's burst");
+}
