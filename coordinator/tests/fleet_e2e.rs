@@ -187,11 +187,14 @@ async fn shards_are_placed_drained_and_reassigned_and_jobs_keep_completing() {
     let _w0 = spawn_worker(&binary, &kubeconfig, &url, "w-0", &[]);
     let mut w1 = spawn_worker(&binary, &kubeconfig, &url, "w-1", &[]);
 
-    let owners =
-        wait_until("every shard active on a worker", Duration::from_secs(60), || settled_owners(&url)).await;
-    for worker in ["w-0", "w-1"] {
-        assert!(owners.values().any(|o| o == worker), "{worker} got no shard: {owners:?}");
-    }
+    // Settled with shards on both: a worker that registers after the first placement (a slow
+    // start on a loaded machine) gets its share by the moves a join makes.
+    wait_until("every shard active, on both workers", Duration::from_secs(60), || async {
+        settled_owners(&url)
+            .await
+            .filter(|owners| ["w-0", "w-1"].iter().all(|w| owners.values().any(|o| o == w)))
+    })
+    .await;
     run_jobs(&client, "first").await;
 
     // Drain w-0: every shard ends on w-1 and w-0 is told it is drained.
