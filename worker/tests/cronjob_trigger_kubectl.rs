@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -12,19 +11,6 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-async fn kubectl(kubectl: &Path, dir: &Path, args: &[&str]) -> String {
-    let out = tokio::process::Command::new(kubectl)
-        .args(args)
-        .env("KUBECONFIG", dir.join("kubeconfig"))
-        .env("KUBECACHEDIR", dir.join("cache"))
-        .env("HOME", dir)
-        .output()
-        .await
-        .expect("kubectl runs");
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 async fn event_reasons(client: &kube::Client) -> Vec<String> {
     let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
@@ -35,12 +21,7 @@ async fn event_reasons(client: &kube::Client) -> Vec<String> {
 #[tokio::test]
 async fn kubectl_annotate_trigger_runs_once_per_value_under_forbid() {
     let env = common::start_fast_clock().await;
-    let kubectl_bin = std::env::var_os("BATCHFLEET_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
-    assert!(kubectl_bin.exists(), "kubectl not found at {}: run scripts/setup", kubectl_bin.display());
-    let dir = tempfile::tempdir().unwrap();
-    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
+    let kubectl = common::Kubectl::for_sim(&env.sim);
     let cjs: Api<CronJob> = Api::namespaced(env.client.clone(), "default");
     // Once a year, on 1 January at midnight: even on the 60× clock it does not fire in the test.
     let cronjob: CronJob = serde_json::from_value(json!({
@@ -51,7 +32,6 @@ async fn kubectl_annotate_trigger_runs_once_per_value_under_forbid() {
     }))
     .unwrap();
     cjs.create(&PostParams::default(), &cronjob).await.unwrap();
-    let k = |args: &'static [&'static str]| kubectl(&kubectl_bin, dir.path(), args);
 
     // The controller writes the next time; kubectl reads it.
     let next = common::wait_until("the next-schedule-time annotation", WAIT, || async {
@@ -60,17 +40,18 @@ async fn kubectl_annotate_trigger_runs_once_per_value_under_forbid() {
     })
     .await;
     assert!(next.ends_with("-01-01T00:00:00Z"), "{next}");
-    let shown = k(&[
-        "get",
-        "cronjob",
-        "nightly",
-        "-o",
-        r"jsonpath={.metadata.annotations.batchfleet\.io/next-schedule-time}",
-    ])
-    .await;
+    let shown = kubectl
+        .run(&[
+            "get",
+            "cronjob",
+            "nightly",
+            "-o",
+            r"jsonpath={.metadata.annotations.batchfleet\.io/next-schedule-time}",
+        ])
+        .await;
     assert_eq!(shown, next);
 
-    k(&["annotate", "cronjob", "nightly", "batchfleet.io/trigger=first"]).await;
+    kubectl.run(&["annotate", "cronjob", "nightly", "batchfleet.io/trigger=first"]).await;
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let job = common::wait_until("the triggered Job", WAIT, || async {
         jobs.list(&ListParams::default()).await.ok()?.items.into_iter().next()
@@ -92,19 +73,20 @@ async fn kubectl_annotate_trigger_runs_once_per_value_under_forbid() {
     assert_eq!(cj.status.as_ref().and_then(|s| s.active.as_ref()).map(Vec::len), Some(1));
 
     // A new value while that Job runs: Forbid skips it, and says so.
-    k(&["annotate", "cronjob", "nightly", "--overwrite", "batchfleet.io/trigger=second"]).await;
+    kubectl.run(&["annotate", "cronjob", "nightly", "--overwrite", "batchfleet.io/trigger=second"]).await;
     common::wait_until("TriggerSkipped", WAIT, || async {
         event_reasons(&env.client).await.iter().any(|r| r == "TriggerSkipped").then_some(())
     })
     .await;
-    let handled = k(&[
-        "get",
-        "cronjob",
-        "nightly",
-        "-o",
-        r"jsonpath={.metadata.annotations.batchfleet\.io/trigger-handled}",
-    ])
-    .await;
+    let handled = kubectl
+        .run(&[
+            "get",
+            "cronjob",
+            "nightly",
+            "-o",
+            r"jsonpath={.metadata.annotations.batchfleet\.io/trigger-handled}",
+        ])
+        .await;
     assert_eq!(handled, "second");
     assert_eq!(jobs.list(&ListParams::default()).await.unwrap().items.len(), 1, "Forbid: no second Job");
     assert!(event_reasons(&env.client).await.iter().any(|r| r == "Triggered"));

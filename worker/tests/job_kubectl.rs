@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use batchfleet_worker::start::WorkerOptions;
@@ -15,12 +14,7 @@ use serde_json::json;
 #[tokio::test]
 async fn kubectl_wait_for_complete_sees_the_workers_job_finish() {
     let env = common::start().await;
-    let kubectl = std::env::var_os("BATCHFLEET_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
-    assert!(kubectl.exists(), "kubectl not found at {}: run scripts/setup", kubectl.display());
-    let dir = tempfile::tempdir().unwrap();
-    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
+    let kubectl = common::Kubectl::for_sim(&env.sim);
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let job = common::job(
         "waited",
@@ -28,16 +22,10 @@ async fn kubectl_wait_for_complete_sees_the_workers_job_finish() {
         json!({"sim.batchfleet.io/run": "300ms"}),
     );
     jobs.create(&PostParams::default(), &job).await.unwrap();
-    let out = tokio::process::Command::new(&kubectl)
-        .args(["wait", "--for=condition=Complete", "job/waited", "--timeout=60s"])
-        .env("KUBECONFIG", dir.path().join("kubeconfig"))
-        .env("KUBECACHEDIR", dir.path().join("cache"))
-        .env("HOME", dir.path())
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "job.batch/waited condition met");
+    assert_eq!(
+        kubectl.run(&["wait", "--for=condition=Complete", "job/waited", "--timeout=60s"]).await,
+        "job.batch/waited condition met"
+    );
 }
 
 #[tokio::test]
@@ -66,29 +54,24 @@ async fn with_a_managed_by_value_the_worker_takes_only_those_jobs() {
 #[tokio::test]
 async fn kubectl_sees_a_quota_block_the_job_and_clear_when_raised() {
     let env = common::start().await;
-    let kubectl = std::env::var_os("BATCHFLEET_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
-    assert!(kubectl.exists(), "kubectl not found at {}: run scripts/setup", kubectl.display());
-    let dir = tempfile::tempdir().unwrap();
-    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
-    let kubeconfig_dir = dir.path().to_path_buf();
-    let run = |args: &[&str]| {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (kubectl, dir) = (kubectl.clone(), kubeconfig_dir.clone());
-        async move { kubectl_out(&kubectl, &dir, &args).await }
-    };
-    run(&["create", "quota", "tight", "--hard=pods=1"]).await;
+    let kubectl = common::Kubectl::for_sim(&env.sim);
+    kubectl.run(&["create", "quota", "tight", "--hard=pods=1"]).await;
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
+    // The admitted pod runs 10 s: while it runs the other stays refused, so the condition read
+    // after `kubectl wait` is still the block's, however slow the machine (with a short pod the
+    // quota frees itself and the condition may already say PodsCreated).
     let job = common::job(
         "wide",
         json!({"completions": 2, "parallelism": 2}),
-        json!({"sim.batchfleet.io/run": "300ms"}),
+        json!({"sim.batchfleet.io/run": "10s"}),
     );
     jobs.create(&PostParams::default(), &job).await.unwrap();
     let blocked = "--for=condition=batchfleet.io/PodCreationBlocked";
-    assert_eq!(run(&["wait", blocked, "job/wide", "--timeout=60s"]).await, "job.batch/wide condition met");
-    let message = run(&[
+    assert_eq!(
+        kubectl.run(&["wait", blocked, "job/wide", "--timeout=60s"]).await,
+        "job.batch/wide condition met"
+    );
+    let message = kubectl.run(&[
         "get",
         "job",
         "wide",
@@ -102,26 +85,29 @@ async fn kubectl_sees_a_quota_block_the_job_and_clear_when_raised() {
         "{message}"
     );
     let events = common::wait_until("the PodCreationBlocked Event", Duration::from_secs(30), || async {
-        let out = run(&[
-            "get",
-            "events",
-            "--field-selector",
-            "reason=PodCreationBlocked",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ])
-        .await;
+        let out = kubectl
+            .run(&[
+                "get",
+                "events",
+                "--field-selector",
+                "reason=PodCreationBlocked",
+                "-o",
+                "jsonpath={.items[*].message}",
+            ])
+            .await;
         (!out.is_empty()).then_some(out)
     })
     .await;
     assert!(events.contains("exceeded quota: tight"), "{events}");
-    run(&["patch", "quota", "tight", "--type=merge", "-p", r#"{"spec":{"hard":{"pods":"5"}}}"#]).await;
+    kubectl
+        .run(&["patch", "quota", "tight", "--type=merge", "-p", r#"{"spec":{"hard":{"pods":"5"}}}"#])
+        .await;
     assert_eq!(
-        run(&["wait", &format!("{blocked}=false"), "job/wide", "--timeout=90s"]).await,
+        kubectl.run(&["wait", &format!("{blocked}=false"), "job/wide", "--timeout=90s"]).await,
         "job.batch/wide condition met"
     );
     assert_eq!(
-        run(&["wait", "--for=condition=Complete", "job/wide", "--timeout=60s"]).await,
+        kubectl.run(&["wait", "--for=condition=Complete", "job/wide", "--timeout=60s"]).await,
         "job.batch/wide condition met"
     );
 }
@@ -133,18 +119,7 @@ async fn kubectl_sees_a_quota_block_the_job_and_clear_when_raised() {
 #[tokio::test]
 async fn kubectl_sees_the_counted_pods_of_an_annotated_job_deleted() {
     let env = common::start().await;
-    let kubectl = std::env::var_os("BATCHFLEET_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl"));
-    assert!(kubectl.exists(), "kubectl not found at {}: run scripts/setup", kubectl.display());
-    let dir = tempfile::tempdir().unwrap();
-    env.sim.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
-    let kubeconfig_dir = dir.path().to_path_buf();
-    let run = |args: &[&str]| {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (kubectl, dir) = (kubectl.clone(), kubeconfig_dir.clone());
-        async move { kubectl_out(&kubectl, &dir, &args).await }
-    };
+    let kubectl = common::Kubectl::for_sim(&env.sim);
     let manifest = |name: &str, value: &str| {
         format!(
             "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    batchfleet.io/delete-counted-pods: \"{value}\"\n\
@@ -153,45 +128,36 @@ async fn kubectl_sees_the_counted_pods_of_an_annotated_job_deleted() {
              containers:\n      - name: main\n        image: busybox\n"
         )
     };
-    let file = dir.path().join("jobs.yaml");
+    let file = kubectl.dir().join("jobs.yaml");
     std::fs::write(&file, format!("{}---\n{}", manifest("counted", "true"), manifest("kept", "yes")))
         .unwrap();
-    run(&["apply", "-f", file.to_str().unwrap()]).await;
+    kubectl.run(&["apply", "-f", file.to_str().unwrap()]).await;
     for job in ["job/counted", "job/kept"] {
         assert_eq!(
-            run(&["wait", "--for=condition=Complete", job, "--timeout=90s"]).await,
+            kubectl.run(&["wait", "--for=condition=Complete", job, "--timeout=90s"]).await,
             format!("{}.batch/{} condition met", "job", &job[4..])
         );
     }
     common::wait_until("the counted pods deleted", Duration::from_secs(30), || async {
-        run(&["get", "pods", "-l", "job-name=counted", "-o", "name"]).await.is_empty().then_some(())
+        kubectl.run(&["get", "pods", "-l", "job-name=counted", "-o", "name"]).await.is_empty().then_some(())
     })
     .await;
-    assert_eq!(run(&["get", "job", "counted", "-o", "jsonpath={.status.completedIndexes}"]).await, "0-3");
-    assert_eq!(run(&["get", "job", "counted", "-o", "jsonpath={.status.succeeded}"]).await, "4");
-    let kept = run(&["get", "pods", "-l", "job-name=kept", "-o", "name"]).await;
+    assert_eq!(
+        kubectl.run(&["get", "job", "counted", "-o", "jsonpath={.status.completedIndexes}"]).await,
+        "0-3"
+    );
+    assert_eq!(kubectl.run(&["get", "job", "counted", "-o", "jsonpath={.status.succeeded}"]).await, "4");
+    let kept = kubectl.run(&["get", "pods", "-l", "job-name=kept", "-o", "name"]).await;
     assert_eq!(kept.lines().count(), 4, "a bad value keeps the pods: {kept}");
-    let counts = run(&[
-        "get",
-        "events",
-        "--field-selector",
-        "reason=InvalidDeleteCountedPods",
-        "-o",
-        "jsonpath={.items[*].involvedObject.name}={.items[*].count}",
-    ])
-    .await;
+    let counts = kubectl
+        .run(&[
+            "get",
+            "events",
+            "--field-selector",
+            "reason=InvalidDeleteCountedPods",
+            "-o",
+            "jsonpath={.items[*].involvedObject.name}={.items[*].count}",
+        ])
+        .await;
     assert_eq!(counts, "kept=1", "one Event for the bad value");
-}
-
-async fn kubectl_out(kubectl: &std::path::Path, dir: &std::path::Path, args: &[String]) -> String {
-    let out = tokio::process::Command::new(kubectl)
-        .args(args)
-        .env("KUBECONFIG", dir.join("kubeconfig"))
-        .env("KUBECACHEDIR", dir.join("cache"))
-        .env("HOME", dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

@@ -105,3 +105,42 @@ pub async fn metrics(env: &Env) -> String {
     stream.read_to_string(&mut out).await.expect("read");
     out
 }
+
+/// kubectl (1.37: `BATCHFLEET_KUBECTL`, else the one `scripts/setup` installs) against a test's
+/// sim, as a user runs it: a kubeconfig, cache and HOME of its own in a temporary folder.
+pub struct Kubectl {
+    bin: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    pub fn for_sim(sim: &SimCluster) -> Self {
+        let bin = std::env::var_os("BATCHFLEET_KUBECTL").map(std::path::PathBuf::from).unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.tools/bin/kubectl")
+        });
+        assert!(bin.exists(), "kubectl not found at {}: run scripts/setup", bin.display());
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        sim.write_kubeconfig(&dir.path().join("kubeconfig")).expect("the sim's kubeconfig");
+        Self { bin, dir }
+    }
+
+    /// The folder of its kubeconfig, for files a test hands to kubectl.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// Runs `kubectl ARGS`; asserts that it succeeded and answers its standard output, trimmed.
+    pub async fn run(&self, args: &[&str]) -> String {
+        let dir = self.dir.path();
+        let out = tokio::process::Command::new(&self.bin)
+            .args(args)
+            .env("KUBECONFIG", dir.join("kubeconfig"))
+            .env("KUBECACHEDIR", dir.join("cache"))
+            .env("HOME", dir)
+            .output()
+            .await
+            .expect("kubectl runs");
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
