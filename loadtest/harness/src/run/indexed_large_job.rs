@@ -397,37 +397,11 @@ pub struct DeleteCounts {
 /// row, every DELETE line whole). Only those lines are parsed: at 100,000 pods the whole log is
 /// millions of events, more than the harness needs to hold.
 async fn settled_pod_deletes(path: &Path) -> anyhow::Result<BTreeMap<String, DeleteCounts>> {
-    use std::io::BufRead;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last_len = None;
-    loop {
-        let len = std::fs::metadata(path).map(|m| m.len()).ok();
-        if len.is_some() && len == last_len {
-            let file = std::io::BufReader::new(std::fs::File::open(path)?);
-            let mut events = Vec::new();
-            let mut whole = true;
-            for line in file.lines() {
-                let line = line?;
-                if !(line.contains(r#""verb":"delete""#) && line.contains(r#""resource":"pods""#)) {
-                    continue;
-                }
-                match serde_json::from_str::<AuditEvent>(&line) {
-                    Ok(e) => events.push(e),
-                    Err(_) => whole = false,
-                }
-            }
-            if whole {
-                return Ok(pod_deletes(&events));
-            }
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the audit log {} did not settle within 60s",
-            path.display()
-        );
-        last_len = len;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let events = super::settled_audit_events(path, Duration::from_secs(60), |line| {
+        line.contains(r#""verb":"delete""#) && line.contains(r#""resource":"pods""#)
+    })
+    .await?;
+    Ok(pod_deletes(&events))
 }
 
 fn pod_deletes(log: &[AuditEvent]) -> BTreeMap<String, DeleteCounts> {

@@ -236,24 +236,47 @@ impl Controllers {
 /// The audit log once the sim wrote everything it was sent: its size the same twice in a row
 /// and every line whole.
 pub(crate) async fn settled_audit_log(path: &Path) -> anyhow::Result<Vec<AuditEvent>> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    settled_audit_events(path, Duration::from_secs(30), |_| true).await
+}
+
+/// The events of the lines `keep` accepts, once the audit log is settled as above (those lines
+/// whole). Only they are parsed: a large run's whole log is more than the harness needs to hold.
+pub(crate) async fn settled_audit_events(
+    path: &Path,
+    within: Duration,
+    keep: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<AuditEvent>> {
+    let deadline = Instant::now() + within;
     let mut last_len = None;
     loop {
         let len = std::fs::metadata(path).map(|m| m.len()).ok();
         if len.is_some()
             && len == last_len
-            && let Ok(events) = batchfleet_sim::audit::read_log(path)
+            && let Ok(events) = read_kept_lines(path, &keep)
         {
             return Ok(events);
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "the audit log {} did not settle within 30s",
-            path.display()
+            "the audit log {} did not settle within {}s",
+            path.display(),
+            within.as_secs()
         );
         last_len = len;
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+fn read_kept_lines(path: &Path, keep: &impl Fn(&str) -> bool) -> anyhow::Result<Vec<AuditEvent>> {
+    use std::io::BufRead;
+    let mut events = Vec::new();
+    for line in std::io::BufReader::new(std::fs::File::open(path)?).lines() {
+        let line = line?;
+        if !line.trim().is_empty() && keep(&line) {
+            events.push(serde_json::from_str(&line)?);
+        }
+    }
+    Ok(events)
 }
 
 /// Whether everything the workload started is over: every Job finished, every finished Job with
