@@ -1,6 +1,8 @@
 //! The live progress of a run on the terminal (indicatif): Jobs created, Jobs finished, and a
-//! status line for the phase and the last fault. Hidden when stderr is not a terminal.
+//! status line for the phase and the last fault. When stderr is not a terminal (a CI log, a file)
+//! the bars are hidden, and a plain line with the same counts is written every 30 s instead.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +11,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
 use super::workload::Sent;
+
+/// How often the plain progress line is written when stderr is not a terminal.
+const PLAIN_EVERY: Duration = Duration::from_secs(30);
 
 pub struct Progress {
     created: ProgressBar,
@@ -41,10 +46,12 @@ impl Progress {
         let finished = bar(&progress, planned, "finished");
         let status = progress.add(ProgressBar::new_spinner());
         status.enable_steady_tick(Duration::from_millis(200));
+        let plain = !std::io::stderr().is_terminal();
         let ticker = {
-            let (created, finished) = (created.clone(), finished.clone());
+            let (created, finished, status) = (created.clone(), finished.clone(), status.clone());
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_millis(250));
+                let mut last_plain = tokio::time::Instant::now();
                 loop {
                     tick.tick().await;
                     created.set_position(sent.created() as u64);
@@ -55,6 +62,15 @@ impl Progress {
                     // CronJobs add Jobs beyond the planned ones.
                     finished.set_length(seen_jobs.max(planned) as u64);
                     finished.set_position(done as u64);
+                    if plain && last_plain.elapsed() >= PLAIN_EVERY {
+                        last_plain = tokio::time::Instant::now();
+                        eprintln!(
+                            "progress: created {}/{planned}, finished {done}/{}; {}",
+                            created.position(),
+                            finished.length().unwrap_or_default(),
+                            status.message()
+                        );
+                    }
                 }
             })
         };
