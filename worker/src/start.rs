@@ -21,6 +21,7 @@ use crate::informer::Informers;
 use crate::job::controller::{JobController, JobQueues};
 use crate::job::core::Config as JobConfig;
 use crate::job::metrics::JobMetrics;
+use crate::runtime::list_watch::ContentType;
 use crate::runtime::protocol::ShardRuntime;
 use crate::runtime::shard::ShardTable;
 use crate::runtime::watch::{self, ShardFiltering};
@@ -68,6 +69,8 @@ pub struct WorkerOptions {
     pub controller_budgets: ControllerBudgets,
     /// The finalizer safety net beside the Job controller (docs/beyond-upstream.md).
     pub finalizer_sweep: SweepOptions,
+    /// What the watches ask the API server to answer in (`--kube-api-content-type`).
+    pub content_type: ContentType,
 }
 
 /// Per-controller API budgets (queries per second; the burst scales with it as
@@ -178,6 +181,7 @@ impl Default for WorkerOptions {
             api_fairness: true,
             controller_budgets: ControllerBudgets::default(),
             finalizer_sweep: SweepOptions::default(),
+            content_type: ContentType::default(),
         }
     }
 }
@@ -469,7 +473,8 @@ pub async fn start_on_shards_with(
         health.watch_queue(pod_controller::QUEUE, move || pod_ttl_queue.progress());
         tasks.spawn(pod_ttl.run(opts.concurrent_ttl_syncs));
     }
-    let runtime = Arc::new(ShardRuntime::start(informers_client, shards, filtering, informers));
+    let runtime =
+        Arc::new(ShardRuntime::start(informers_client, shards, filtering, opts.content_type, informers));
     tracing::info!(
         %metrics_addr,
         managed_by = %opts.job_managed_by,

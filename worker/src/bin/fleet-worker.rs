@@ -11,6 +11,7 @@ use batchfleet_tls::client::ClientTransport;
 use batchfleet_worker::client::ClientLimits;
 use batchfleet_worker::fleet::lease;
 use batchfleet_worker::fleet::session::{self, SessionConfig};
+use batchfleet_worker::runtime::list_watch::ContentType;
 use batchfleet_worker::start::{self, WorkerOptions};
 use clap::Parser;
 
@@ -49,6 +50,11 @@ struct Args {
     /// come, first served, as client-go's).
     #[arg(long, env = "FLEET_KUBE_API_ORDER", value_enum, default_value = "fair")]
     kube_api_order: ApiOrder,
+    /// What the watches ask the API server to answer in, as kube-controller-manager's
+    /// --kube-api-content-type: `application/vnd.kubernetes.protobuf` (pods are read in
+    /// protobuf, JSON accepted when the server has no protobuf) or `application/json`.
+    #[arg(long, env = "FLEET_KUBE_API_CONTENT_TYPE", default_value = ContentType::PROTOBUF, value_parser = ContentType::parse)]
+    kube_api_content_type: ContentType,
     /// A budget of the Job controller's own, in queries per second, its burst in the ratio of
     /// --kube-api-burst to --kube-api-qps (default: it shares the worker's budget).
     #[arg(long, env = "FLEET_KUBE_API_QPS_JOB")]
@@ -261,6 +267,7 @@ fn main() -> ExitCode {
         shards: args.shards,
         stall_timeout: args.stall_timeout,
         api_fairness: args.kube_api_order == ApiOrder::Fair,
+        content_type: args.kube_api_content_type,
         controller_budgets: start::ControllerBudgets {
             job: args.kube_api_qps_job,
             cronjob: args.kube_api_qps_cronjob,

@@ -345,6 +345,7 @@ async fn carry_out(
 mod tests {
     use super::*;
     use crate::informer::Informers;
+    use crate::runtime::list_watch::ContentType;
     use crate::runtime::shard::ShardTable;
     use crate::runtime::watch::ShardFiltering;
     use crate::shards::ShardSpace;
@@ -355,7 +356,14 @@ mod tests {
         let client = kube::Client::try_from(config).expect("a client");
         let table = ShardTable::new(ShardSpace::new(4).expect("four shards"));
         let informers = Informers::new(table.clone());
-        (ShardRuntime::start(client.clone(), table, ShardFiltering::Client, informers), client)
+        let runtime = ShardRuntime::start(
+            client.clone(),
+            table,
+            ShardFiltering::Client,
+            ContentType::default(),
+            informers,
+        );
+        (runtime, client)
     }
 
     /// A PREPARE at or below an epoch the worker held the shard at is refused out loud, naming

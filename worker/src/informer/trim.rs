@@ -35,7 +35,8 @@
 //! the Job's pod *template* is what new pods are made from), labels, other annotations (the
 //! sim's behaviour annotations among them), the status's addresses, QoS class and start time,
 //! conditions' reasons and messages, and each container status's image, ids, last state and
-//! resources. Lists are stored without spare capacity.
+//! resources. Lists are stored without spare capacity, and an empty one as none (as protobuf,
+//! which sends no empty list, reads it).
 //!
 //! What this cannot trim is the decoded types' own size: a `Pod` is 2,464 bytes inline (its
 //! `PodSpec` 1,488 of them, all but `nodeName` empty here), a `ContainerStatus` 752. A compact
@@ -51,8 +52,14 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 
+use batchfleet_kube_wire::ProtobufError;
+
 use crate::client::lean_decode::Fields;
+use crate::client::lean_protobuf;
 use crate::ttl;
+
+/// Reads an object from its protobuf message (what its `k8s\0` envelope carries).
+pub type ProtobufDecode<K> = fn(&[u8]) -> Result<K, ProtobufError>;
 
 /// A kind the worker's stores hold, and what they keep of it.
 pub trait Cached:
@@ -61,6 +68,11 @@ pub trait Cached:
     /// What is read of the object as it is decoded from the API ([`crate::client::lean_decode`]):
     /// no more than [`Cached::trimmed`] keeps, so that what the trim would drop is never built.
     const DECODED: &'static Fields = &Fields::AN_OBJECT;
+
+    /// How the object is decoded from its protobuf form (the message inside its `k8s\0`
+    /// envelope), reading no more than [`Cached::trimmed`] keeps; `None`: the kind is read as
+    /// JSON only ([`crate::runtime::list_watch`]).
+    const PROTOBUF: Option<ProtobufDecode<Self>> = None;
 
     /// The object as stored: what no controller reads dropped.
     fn trimmed(self) -> Self;
@@ -99,15 +111,14 @@ const JOB_ANNOTATIONS: &str = "batch.kubernetes.io/";
 
 impl Cached for Pod {
     const DECODED: &'static Fields = &POD;
+    const PROTOBUF: Option<ProtobufDecode<Self>> = Some(lean_protobuf::pod);
 
     fn trimmed(self) -> Self {
         // A Job's pods are the many; the bare pods' TTL is read of bare pods alone.
         let keeps_ttl = ttl::pod_core::is_bare(&self);
         let Pod { metadata, spec, status } = self;
         let annotations = metadata.annotations.map(|mut a| {
-            a.retain(|k, _| {
-                k.starts_with(JOB_ANNOTATIONS) || (keeps_ttl && k == ttl::pod_core::TTL_ANNOTATION)
-            });
+            a.retain(|k, _| keeps_pod_annotation(k) && (keeps_ttl || k != ttl::pod_core::TTL_ANNOTATION));
             a
         });
         let metadata = ObjectMeta {
@@ -115,8 +126,8 @@ impl Cached for Pod {
             namespace: metadata.namespace,
             uid: metadata.uid,
             resource_version: metadata.resource_version,
-            owner_references: metadata.owner_references.map(fitted),
-            finalizers: metadata.finalizers.map(fitted),
+            owner_references: non_empty(metadata.owner_references),
+            finalizers: non_empty(metadata.finalizers),
             creation_timestamp: metadata.creation_timestamp,
             deletion_timestamp: metadata.deletion_timestamp,
             deletion_grace_period_seconds: metadata.deletion_grace_period_seconds,
@@ -126,13 +137,19 @@ impl Cached for Pod {
         let spec = spec.map(|s| PodSpec { node_name: s.node_name, ..PodSpec::default() });
         let status = status.map(|s| PodStatus {
             phase: s.phase,
-            conditions: s.conditions.map(trimmed_conditions),
-            container_statuses: s.container_statuses.map(trimmed_container_statuses),
-            init_container_statuses: s.init_container_statuses.map(trimmed_container_statuses),
+            conditions: non_empty(s.conditions.map(trimmed_conditions)),
+            container_statuses: non_empty(s.container_statuses.map(trimmed_container_statuses)),
+            init_container_statuses: non_empty(s.init_container_statuses.map(trimmed_container_statuses)),
             ..PodStatus::default()
         });
         Pod { metadata, spec, status }
     }
+}
+
+/// Whether a pod's annotation `key` may be kept: the Job controller's, and the TTL of bare pods
+/// (which [`Cached::trimmed`] then drops from a Job's pods).
+pub(crate) fn keeps_pod_annotation(key: &str) -> bool {
+    key.starts_with(JOB_ANNOTATIONS) || key == ttl::pod_core::TTL_ANNOTATION
 }
 
 /// What a pod's decode reads ([`crate::client::lean_decode`]): the fields the table above keeps,
@@ -192,6 +209,12 @@ fn fitted<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
+/// A pod's list without spare capacity, an empty one as none: protobuf sends no empty list, so a
+/// pod is stored the same whichever format it was read in (every reader takes none as empty).
+fn non_empty<T>(v: Option<Vec<T>>) -> Option<Vec<T>> {
+    v.filter(|v| !v.is_empty()).map(fitted)
+}
+
 /// A condition's type, status and transition time: what podFailurePolicy and readiness read.
 fn trimmed_conditions(conditions: Vec<PodCondition>) -> Vec<PodCondition> {
     fitted(
@@ -231,7 +254,7 @@ fn trimmed_container_statuses(statuses: Vec<ContainerStatus>) -> Vec<ContainerSt
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
     use serde_json::json;
@@ -303,18 +326,24 @@ mod tests {
         assert_eq!(kept, want);
     }
 
+    /// A Job's failed pod, and a bare running one (which keeps the TTL annotation), with every
+    /// field the trim reads present.
+    pub(crate) fn pods_with_every_kept_field() -> [serde_json::Value; 2] {
+        let mut bare = failed_pod_json();
+        bare["metadata"]["ownerReferences"] = json!([]);
+        bare["metadata"]["annotations"][ttl::pod_core::TTL_ANNOTATION] = json!("30");
+        bare["status"]["containerStatuses"][0]["state"] =
+            json!({"running": {"startedAt": "2026-11-28T10:00:02Z"}});
+        [failed_pod_json(), bare]
+    }
+
     /// A pod decoded as the watches decode it ([`Cached::DECODED`]) is stored the same as one
     /// decoded whole: the decode skips no more than the trim drops. A Job's pod and a bare one
     /// (which keeps the TTL annotation), with every field the trim reads present.
     #[test]
     fn a_pod_decoded_lean_is_trimmed_to_the_same() {
         use crate::client::lean_decode::Lean;
-        let mut bare = failed_pod_json();
-        bare["metadata"]["ownerReferences"] = json!([]);
-        bare["metadata"]["annotations"][ttl::pod_core::TTL_ANNOTATION] = json!("30");
-        bare["status"]["containerStatuses"][0]["state"] =
-            json!({"running": {"startedAt": "2026-11-28T10:00:02Z"}});
-        for json in [failed_pod_json(), bare] {
+        for json in pods_with_every_kept_field() {
             let text = json.to_string();
             let whole: Pod = serde_json::from_str(&text).expect("a pod");
             let Lean(lean) = serde_json::from_str::<Lean<Pod>>(&text).expect("a pod");

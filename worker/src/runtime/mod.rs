@@ -2,6 +2,7 @@
 //! metrics and expectations.
 
 pub mod expectations;
+pub mod list_watch;
 pub mod protocol;
 pub mod reconcile;
 pub mod shard;

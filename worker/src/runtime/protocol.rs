@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::list_watch::ContentType;
 use super::shard::{Epoch, ShardError, ShardTable};
 use super::watch::{self, Progress, ShardFiltering, WatchHandle, WatchScope};
 use crate::informer::Informers;
@@ -25,6 +26,7 @@ pub struct ShardRuntime {
     client: kube::Client,
     table: ShardTable,
     filtering: ShardFiltering,
+    content_type: ContentType,
     informers: Informers,
     groups: Mutex<HashMap<u64, WatchGroup>>,
     next_group: AtomicU64,
@@ -34,17 +36,19 @@ impl ShardRuntime {
     /// Starts watching the shards `table` already holds (all of them for `--standalone`) in one
     /// group, feeding `informers` (each kind a controller registered a handler for). With none
     /// held, the controllers are told their stores are synced: each shard's own readiness is
-    /// ACTIVATE's business.
+    /// ACTIVATE's business. The watches ask for answers in `content_type`.
     pub fn start(
         client: kube::Client,
         table: ShardTable,
         filtering: ShardFiltering,
+        content_type: ContentType,
         informers: Informers,
     ) -> Self {
         let runtime = Self {
             client,
             table,
             filtering,
+            content_type,
             informers,
             groups: Mutex::new(HashMap::new()),
             next_group: AtomicU64::new(1),
@@ -80,8 +84,13 @@ impl ShardRuntime {
     }
 
     fn start_group(&self, id: u64, shards: BTreeSet<u32>) {
-        let scope =
-            WatchScope { table: self.table.clone(), shards: shards.clone(), filtering: self.filtering, id };
+        let scope = WatchScope {
+            table: self.table.clone(),
+            shards: shards.clone(),
+            filtering: self.filtering,
+            id,
+            content_type: self.content_type,
+        };
         let mut watches = Vec::new();
         let Informers { jobs, pods, cronjobs } = &self.informers;
         if jobs.has_handlers() {

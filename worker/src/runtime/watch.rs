@@ -6,20 +6,20 @@
 //! Asked to, it lists again (a consistent LIST of its shards); what the store holds of its shards
 //! and the list lacks was deleted meanwhile.
 //!
-//! Lists and events are decoded through [`Lean`]: `managedFields`, which the stores' trim drops,
-//! is stepped over by the parser rather than built and freed.
+//! Lists and events are read in protobuf or JSON ([`list_watch`]), decoded only as far as the
+//! stores keep them: in JSON through [`Lean`](crate::client::lean_decode::Lean), which steps over
+//! `managedFields` and the rest the stores' trim drops rather than building and freeing them.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{ListParams, WatchEvent, WatchParams};
-use kube::core::{ObjectList, Request};
+use kube::core::Request;
 use tokio::sync::Notify;
 
+use super::list_watch::{self, ContentType};
 use super::shard::ShardTable;
-use crate::client::lean_decode::Lean;
 use crate::informer::{Cached, ObjectKey, Store};
 use crate::retry::RetryBackoff;
 
@@ -163,6 +163,8 @@ pub struct WatchScope {
     /// Which watch feeds a shard's part of the stores ([`ShardTable::feeder`]); events for shards
     /// another watch feeds are ignored, so two watches never fight over one shard.
     pub id: u64,
+    /// What the lists and watches ask the API server to answer in.
+    pub content_type: ContentType,
 }
 
 impl WatchScope {
@@ -235,7 +237,7 @@ async fn run<K: Cached>(
                 lp = lp.continue_token(c);
             }
             let page = match request.list(&lp) {
-                Ok(r) => client.request::<ObjectList<Lean<K>>>(with_selector(r, &scope)).await,
+                Ok(r) => list_watch::list::<K>(&client, with_selector(r, &scope), scope.content_type).await,
                 Err(e) => {
                     tracing::error!(kind = %kind, error = %e, "building the list request");
                     return;
@@ -252,12 +254,12 @@ async fn run<K: Cached>(
                 }
             };
             list_backoff.reset();
-            let rv = rv_of(page.metadata.resource_version.as_deref());
-            for Lean(obj) in page.items {
+            let rv = rv_of(page.resource_version.as_deref());
+            for obj in page.items {
                 seen.insert(ObjectKey::of(obj.meta()));
                 store.observe(obj, serves);
             }
-            continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
+            continue_token = page.continue_token.filter(|c| !c.is_empty());
             if continue_token.is_none() {
                 break rv;
             }
@@ -272,14 +274,14 @@ async fn run<K: Cached>(
         'watch: loop {
             let wp = WatchParams::default().timeout(290);
             let events = match request.watch(&wp, &rv.to_string()) {
-                Ok(r) => client.request_events::<Lean<K>>(with_selector(r, &scope)).await,
+                Ok(r) => list_watch::watch::<K>(&client, with_selector(r, &scope), scope.content_type).await,
                 Err(e) => {
                     tracing::error!(kind = %kind, error = %e, "building the watch request");
                     return;
                 }
             };
             let mut events = match events {
-                Ok(s) => s.boxed(),
+                Ok(events) => events,
                 Err(e) => {
                     tracing::warn!(kind = %kind, error = %e, "watch failed; listing again");
                     tokio::time::sleep(watch_backoff.next_delay()).await;
@@ -294,14 +296,14 @@ async fn run<K: Cached>(
                 };
                 match event {
                     None => continue 'watch,
-                    Some(Ok(WatchEvent::Added(Lean(obj)) | WatchEvent::Modified(Lean(obj)))) => {
+                    Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe(obj, serves) == Some(true) {
                             objects += 1;
                         }
                         advance(rv, false, objects);
                     }
-                    Some(Ok(WatchEvent::Deleted(Lean(obj)))) => {
+                    Some(Ok(WatchEvent::Deleted(obj))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe_deleted(&obj, serves) {
                             objects = objects.saturating_sub(1);

@@ -1,7 +1,7 @@
 //! The `k8s\0` envelope around every Kubernetes protobuf body: a `runtime.Unknown` message.
 
-use super::ProtobufError;
-use super::wire::FieldReader;
+use crate::ProtobufError;
+use crate::wire::FieldReader;
 
 /// The 4-byte prefix apimachinery's protobuf serializer writes before the `runtime.Unknown`.
 pub const MAGIC: &[u8; 4] = b"k8s\0";

@@ -1,6 +1,6 @@
 //! A bounds-checked reader of the protobuf wire format: every malformed input is an error, never a panic.
 
-use super::ProtobufError;
+use crate::ProtobufError;
 
 /// A field's wire-level value, borrowed from the message being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
