@@ -1,15 +1,18 @@
 //! A store's secondary indexes, as client-go's `cache.Indexers`: a named function from an object
 //! to the value it is filed under, and the objects filed under each value, in key order.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::key::ObjectKey;
 
-/// A named index function: the value an object is filed under, if any.
+/// A named index function: the value an object is filed under, if any (borrowed from the
+/// object where it can be: most updates file an object where it already was, and allocate
+/// nothing).
 pub struct Indexer<K> {
     pub name: &'static str,
-    pub value: fn(&K) -> Option<String>,
+    pub value: fn(&K) -> Option<Cow<'_, str>>,
 }
 
 impl<K> Clone for Indexer<K> {
@@ -51,9 +54,9 @@ impl<K> Index<K> {
             }
         }
         let Some(value) = value else { return };
-        match self.buckets.get_mut(&value) {
+        match self.buckets.get_mut(value.as_ref()) {
             None => {
-                self.buckets.insert(value, Bucket::One(key.clone(), new.clone()));
+                self.buckets.insert(value.into_owned(), Bucket::One(key.clone(), new.clone()));
             }
             Some(Bucket::One(k, obj)) if k == key => *obj = new.clone(),
             Some(bucket @ Bucket::One(..)) => {
@@ -62,9 +65,12 @@ impl<K> Index<K> {
                 };
                 *bucket = Bucket::Many(BTreeMap::from([(k, obj), (key.clone(), new.clone())]));
             }
-            Some(Bucket::Many(map)) => {
-                map.insert(key.clone(), new.clone());
-            }
+            Some(Bucket::Many(map)) => match map.get_mut(key) {
+                Some(filed) => *filed = new.clone(),
+                None => {
+                    map.insert(key.clone(), new.clone());
+                }
+            },
         }
     }
 
@@ -109,7 +115,7 @@ mod tests {
     }
 
     fn by_owner() -> Index<Obj> {
-        Index::new(Indexer { name: "owner", value: |o: &Obj| o.owner.map(String::from) })
+        Index::new(Indexer { name: "owner", value: |o: &Obj| o.owner.map(Cow::Borrowed) })
     }
 
     fn owners(index: &Index<Obj>, value: &str) -> Vec<Option<&'static str>> {

@@ -13,6 +13,7 @@ mod recently_deleted;
 pub mod store;
 pub mod trim;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -51,10 +52,11 @@ pub fn is_newer(cached: &ObjectMeta, incoming: &ObjectMeta) -> bool {
 
 /// Pods by the uid of their controlling batch/v1 Job: the pods a Job sync reads.
 pub const PODS_BY_JOB_UID: Indexer<Pod> =
-    Indexer { name: "job-uid", value: |p: &Pod| controlling_job_uid(p).map(String::from) };
+    Indexer { name: "job-uid", value: |p: &Pod| controlling_job_uid(p).map(Cow::Borrowed) };
 
 /// Jobs by uid: the Job a pod's controller reference names.
-pub const JOBS_BY_UID: Indexer<Job> = Indexer { name: "uid", value: |j: &Job| j.metadata.uid.clone() };
+pub const JOBS_BY_UID: Indexer<Job> =
+    Indexer { name: "uid", value: |j: &Job| j.metadata.uid.as_deref().map(Cow::Borrowed) };
 
 /// Jobs by `namespace/name` of their controller reference, whatever its kind: the Jobs a CronJob
 /// sync reads. Upstream's `getJobsToBeReconciled` matches a CronJob's Jobs by that name alone, not
@@ -64,7 +66,10 @@ pub const JOBS_BY_CONTROLLER_NAME: Indexer<Job> = Indexer {
     value: |j: &Job| {
         let controller =
             j.metadata.owner_references.as_deref()?.iter().find(|r| r.controller == Some(true))?;
-        Some(controller_name_value(j.metadata.namespace.as_deref().unwrap_or_default(), &controller.name))
+        Some(Cow::Owned(controller_name_value(
+            j.metadata.namespace.as_deref().unwrap_or_default(),
+            &controller.name,
+        )))
     },
 };
 
@@ -144,7 +149,10 @@ mod tests {
         let job: Job = serde_json::from_value(json!({"metadata": {"name": "j", "namespace": "ns", "uid": "u",
             "ownerReferences": [{"apiVersion": "v1", "kind": "Other", "name": "cj", "uid": "x", "controller": true}]}}))
         .expect("a job");
-        assert_eq!((JOBS_BY_CONTROLLER_NAME.value)(&job), Some(controller_name_value("ns", "cj")));
+        assert_eq!(
+            (JOBS_BY_CONTROLLER_NAME.value)(&job).as_deref(),
+            Some(controller_name_value("ns", "cj").as_str())
+        );
         assert_eq!((JOBS_BY_UID.value)(&job).as_deref(), Some("u"));
         let owned = |kind: &str| -> Pod {
             serde_json::from_value(json!({"metadata": {"name": "p", "ownerReferences": [

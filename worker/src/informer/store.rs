@@ -70,7 +70,11 @@ impl<K> Contents<K> {
                 self.namespaces.entry(key.namespace.clone()).or_default()
             }
         };
-        let old = names.insert(key.name.clone(), obj.clone());
+        // An update finds its name filed already: no copy of the key is made for it.
+        let old = match names.get_mut(&key.name) {
+            Some(stored) => Some(std::mem::replace(stored, obj.clone())),
+            None => names.insert(key.name.clone(), obj.clone()),
+        };
         for index in &mut self.indexes {
             index.update(key, old.as_deref(), &obj);
         }
@@ -392,8 +396,10 @@ mod tests {
         .expect("a pod")
     }
 
-    const BY_JOB: Indexer<Pod> =
-        Indexer { name: "job", value: |p: &Pod| super::super::controlling_job_uid(p).map(String::from) };
+    const BY_JOB: Indexer<Pod> = Indexer {
+        name: "job",
+        value: |p: &Pod| super::super::controlling_job_uid(p).map(std::borrow::Cow::Borrowed),
+    };
 
     fn store() -> (Store<Pod>, Arc<Recorder>, Arc<Recorder>, ShardTable) {
         let table = ShardTable::all_active(ShardSpace::new(4).expect("four shards"));
