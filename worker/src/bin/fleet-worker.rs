@@ -153,6 +153,11 @@ struct Args {
     /// pod's age, a Job's deletion or its finish must be this old.
     #[arg(long, env = "FLEET_FINALIZER_SWEEP_GRACE", default_value = "30s", value_parser = humantime::parse_duration)]
     finalizer_sweep_grace: std::time::Duration,
+    /// The threads the controllers, watches and API clients run on. 1 (the default): one thread,
+    /// the least CPU per pod lifecycle, as each worker holds a share of the shards and the fleet
+    /// grows by workers (docs/operations.md); N: N threads; 0: one per core.
+    #[arg(long, env = "FLEET_RUNTIME_THREADS", default_value_t = 1)]
+    runtime_threads: usize,
     /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
     /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
     /// CronJob's minute passes in six seconds. Processes given the same value read the same
@@ -162,6 +167,16 @@ struct Args {
     /// How the log on stderr is written: text, or one JSON object per line (docs/operations.md).
     #[arg(long, env = "FLEET_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+/// One thread runs every task with no hand-over between threads: a wake-up is a queue push, not
+/// a futex, and no task is stolen across cores.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    match threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        0 => tokio::runtime::Runtime::new(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
+    }
 }
 
 fn parse_test_clock(value: &str) -> Result<(f64, jiff::Timestamp), String> {
@@ -288,7 +303,7 @@ fn main() -> ExitCode {
         },
         None => opts,
     };
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match runtime(args.runtime_threads) {
         Ok(r) => r,
         Err(e) => {
             exit(&format_args!("cannot start the runtime: {e}"));
