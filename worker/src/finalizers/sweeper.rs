@@ -138,7 +138,7 @@ impl FinalizerSweeper {
     fn job_seen(&self, pod: &Pod) -> (Option<Arc<Job>>, Option<std::time::Duration>) {
         match controlling_job_uid(pod) {
             Some(uid) => {
-                let job = self.jobs.by_index(JOBS_BY_UID.name, uid).into_iter().next();
+                let job = self.jobs.first_by_index(JOBS_BY_UID.name, uid);
                 let deleted_ago = if job.is_none() { self.jobs.deleted_ago(uid) } else { None };
                 (job, deleted_ago)
             }

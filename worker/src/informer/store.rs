@@ -44,7 +44,8 @@ pub enum Writes {
 pub struct Store<K> {
     shards: ShardTable,
     contents: RwLock<Contents<K>>,
-    handlers: RwLock<Vec<Arc<dyn Handler<K>>>>,
+    /// Shared, so that an event takes one reference to the list rather than a copy of it.
+    handlers: RwLock<Arc<[Arc<dyn Handler<K>>]>>,
     deleted: Option<RecentlyDeleted>,
     synced: tokio::sync::watch::Sender<Synced>,
 }
@@ -117,7 +118,7 @@ impl<K: Cached> Store<K> {
                 namespaces_by_shard: HashMap::new(),
                 indexes: indexers.iter().map(|i| Index::new(*i)).collect(),
             }),
-            handlers: RwLock::new(Vec::new()),
+            handlers: RwLock::new(Arc::new([])),
             deleted: (writes == Writes::Taken).then(RecentlyDeleted::default),
             synced: tokio::sync::watch::channel(Synced::default()).0,
         }
@@ -125,7 +126,8 @@ impl<K: Cached> Store<K> {
 
     /// Registers a controller's handler: it is called for every later change.
     pub fn add_handler(&self, handler: Arc<dyn Handler<K>>) {
-        self.handlers.write().push(handler);
+        let mut handlers = self.handlers.write();
+        *handlers = handlers.iter().cloned().chain([handler]).collect();
     }
 
     /// Whether any controller reads this kind: only then is it watched.
@@ -133,7 +135,7 @@ impl<K: Cached> Store<K> {
         !self.handlers.read().is_empty()
     }
 
-    fn handlers(&self) -> Vec<Arc<dyn Handler<K>>> {
+    fn handlers(&self) -> Arc<[Arc<dyn Handler<K>>]> {
         self.handlers.read().clone()
     }
 
@@ -143,12 +145,20 @@ impl<K: Cached> Store<K> {
         self.contents.read().get(key).cloned()
     }
 
-    /// The objects the index `name` files under `value`, in key order.
+    /// The objects the index `name` files under `value`, in no set order.
     pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
         let contents = self.contents.read();
         let index = contents.indexes.iter().find(|i| i.indexer.name == name);
         debug_assert!(index.is_some(), "no index {name} on this store");
         index.map(|i| i.get(value)).unwrap_or_default()
+    }
+
+    /// An object the index `name` files under `value` (of an index of unique values: a uid).
+    pub fn first_by_index(&self, name: &str, value: &str) -> Option<Arc<K>> {
+        let contents = self.contents.read();
+        let index = contents.indexes.iter().find(|i| i.indexer.name == name);
+        debug_assert!(index.is_some(), "no index {name} on this store");
+        index?.first(value)
     }
 
     /// The objects of `shard`.
@@ -233,7 +243,7 @@ impl<K: Cached> Store<K> {
                 _ => contents.insert(&key, obj.clone(), shard),
             }
         };
-        for h in self.handlers() {
+        for h in self.handlers().iter() {
             h.applied(old.as_ref(), &obj);
         }
         Some(old.is_none())
@@ -257,7 +267,7 @@ impl<K: Cached> Store<K> {
             contents.remove(&key, shard)
         };
         let Some(old) = old else { return false };
-        for h in self.handlers() {
+        for h in self.handlers().iter() {
             h.deleted(&old);
         }
         true
@@ -302,7 +312,7 @@ impl<K: Cached> Store<K> {
             if let Some(deleted) = &self.deleted {
                 deleted.record(old.meta().uid.as_deref());
             }
-            for h in self.handlers() {
+            for h in self.handlers().iter() {
                 h.deleted(&old);
             }
         }
@@ -328,8 +338,8 @@ impl<K: Cached> Store<K> {
             }
             contents.insert(&key, obj.clone(), shard)
         };
-        for h in self.handlers() {
-            if !std::ptr::addr_eq(Arc::as_ptr(&h), writer as *const dyn Handler<K>) {
+        for h in self.handlers().iter() {
+            if !std::ptr::addr_eq(Arc::as_ptr(h), writer as *const dyn Handler<K>) {
                 h.applied(old.as_ref(), &obj);
             }
         }

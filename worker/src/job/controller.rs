@@ -227,7 +227,7 @@ impl JobController {
     }
 
     fn job_by_uid(&self, uid: &str) -> Option<Arc<Job>> {
-        self.jobs.by_index(JOBS_BY_UID.name, uid).into_iter().next()
+        self.jobs.first_by_index(JOBS_BY_UID.name, uid)
     }
 
     /// The pods whose controller is the Job with `uid`.
@@ -241,26 +241,24 @@ impl JobController {
     }
 
     fn on_pod(&self, old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
-        let key = ObjectKey::of(&pod.metadata);
         let deleting = pod.metadata.deletion_timestamp.is_some();
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let tracked = has_tracking_finalizer(pod);
-        let job_key = self.job_key_of(pod);
-        match &job_key {
+        match self.job_key_of(pod) {
             Some(jk) => {
                 if old.is_none() {
-                    self.creations.creation_observed(jk);
+                    self.creations.creation_observed(&jk);
                 }
                 if deleting {
-                    self.deletions.observed(jk, &uid);
-                    self.counted_deletions.observed(jk, &uid);
+                    self.deletions.observed(&jk, uid);
+                    self.counted_deletions.observed(&jk, uid);
                 }
                 if !tracked {
-                    self.finalizers.observed(jk, &uid);
+                    self.finalizers.observed(&jk, uid);
                 }
-                self.queue.add_after(jk.clone(), self.config.sync_job_batch_period);
+                self.queue.add_after(jk, self.config.sync_job_batch_period);
             }
-            None if tracked => self.orphans.add(key),
+            None if tracked => self.orphans.add(ObjectKey::of(&pod.metadata)),
             None => {}
         }
     }
