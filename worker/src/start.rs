@@ -71,6 +71,8 @@ pub struct WorkerOptions {
     pub finalizer_sweep: SweepOptions,
     /// What the watches ask the API server to answer in (`--kube-api-content-type`).
     pub content_type: ContentType,
+    /// The HTTP version the clients speak (`--kube-api-protocol`).
+    pub api_protocol: client::ApiProtocol,
 }
 
 /// Per-controller API budgets (queries per second; the burst scales with it as
@@ -182,6 +184,7 @@ impl Default for WorkerOptions {
             controller_budgets: ControllerBudgets::default(),
             finalizer_sweep: SweepOptions::default(),
             content_type: ContentType::default(),
+            api_protocol: client::ApiProtocol::default(),
         }
     }
 }
@@ -272,14 +275,22 @@ impl Clients {
             client::TokenOrder::Arrival
         };
         let user_agent = client::user_agent(&opts.worker_id);
-        Ok(client::build_fenced(opts.kubeconfig.as_deref(), limits, &user_agent, deadline, &order).await?)
+        Ok(client::build_fenced(
+            opts.kubeconfig.as_deref(),
+            limits,
+            &user_agent,
+            deadline,
+            &order,
+            opts.api_protocol,
+        )
+        .await?)
     }
 
     /// The watches' client: the in-flight cap of `opts`, no rate limit.
     pub async fn informers(opts: &WorkerOptions) -> Result<kube::Client, StartError> {
         let watch_limits = ClientLimits { qps: 0.0, burst: 1, ..opts.client_limits };
-        Ok(client::build(opts.kubeconfig.as_deref(), watch_limits, &client::user_agent(&opts.worker_id))
-            .await?)
+        let user_agent = client::user_agent(&opts.worker_id);
+        Ok(client::build(opts.kubeconfig.as_deref(), watch_limits, &user_agent, opts.api_protocol).await?)
     }
 
     /// One client for both (tests, with the sim cluster).

@@ -50,6 +50,33 @@ async fn a_job_runs_to_completion() {
     assert!(metrics.contains("workqueue_adds_total{name=\"job\"}"), "{metrics}");
 }
 
+/// The same Job with the worker speaking HTTP/2 (as it does to a TLS API server): its pods'
+/// watch, their creates, finalizer patches and the status writes share two connections.
+#[tokio::test]
+async fn a_job_runs_to_completion_over_http2() {
+    let env = common::start_with(batchfleet_worker::start::WorkerOptions {
+        job_timing: common::fast_timing(),
+        api_protocol: batchfleet_worker::client::ApiProtocol::Http2,
+        ..Default::default()
+    })
+    .await;
+    let jobs = create(
+        &env,
+        common::job(
+            "h2",
+            json!({"parallelism": 3, "completions": 6}),
+            json!({"sim.batchfleet.io/run": "100ms"}),
+        ),
+    )
+    .await;
+    let job = common::wait_condition(&jobs, "h2", "Complete", WAIT).await;
+    assert_eq!((status(&job).succeeded, status(&job).failed, status(&job).active), (Some(6), None, None));
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
+    let list = pods.list(&ListParams::default().labels("job-name=h2")).await.unwrap();
+    assert_eq!(list.items.len(), 6);
+    assert!(list.items.iter().all(|p| p.metadata.finalizers.as_deref().unwrap_or(&[]).is_empty()));
+}
+
 fn status(job: &Job) -> k8s_openapi::api::batch::v1::JobStatus {
     job.status.clone().unwrap_or_default()
 }

@@ -187,6 +187,10 @@ async fn end_to_end(
                 .arg("--kubeconfig")
                 .arg(&kubeconfig)
                 .env("RUST_LOG", "warn")
+                // What a worker speaks to a real API server, over TLS: HTTP/2 where it offers it
+                // (`auto`). The sim serves plain HTTP, so it is told to speak HTTP/2 there with
+                // prior knowledge; a build without the flag ignores the variable.
+                .env("FLEET_KUBE_API_PROTOCOL", "http2")
                 .stdout(std::process::Stdio::null())
                 .kill_on_drop(true)
                 .spawn()

@@ -55,6 +55,11 @@ struct Args {
     /// protobuf, JSON accepted when the server has no protobuf) or `application/json`.
     #[arg(long, env = "FLEET_KUBE_API_CONTENT_TYPE", default_value = ContentType::PROTOBUF, value_parser = ContentType::parse)]
     kube_api_content_type: ContentType,
+    /// The HTTP version spoken to the API server: `auto` (HTTP/2 where the TLS handshake agrees
+    /// on it, as client-go; HTTP/1.1 over plain HTTP), `http1`, or `http2` (also over plain
+    /// HTTP, with prior knowledge, for an API server or proxy that serves it there).
+    #[arg(long, env = "FLEET_KUBE_API_PROTOCOL", value_enum, default_value = "auto")]
+    kube_api_protocol: batchfleet_worker::client::ApiProtocol,
     /// A budget of the Job controller's own, in queries per second, its burst in the ratio of
     /// --kube-api-burst to --kube-api-qps (default: it shares the worker's budget).
     #[arg(long, env = "FLEET_KUBE_API_QPS_JOB")]
@@ -283,6 +288,7 @@ fn main() -> ExitCode {
         stall_timeout: args.stall_timeout,
         api_fairness: args.kube_api_order == ApiOrder::Fair,
         content_type: args.kube_api_content_type,
+        api_protocol: args.kube_api_protocol,
         controller_budgets: start::ControllerBudgets {
             job: args.kube_api_qps_job,
             cronjob: args.kube_api_qps_cronjob,
@@ -364,6 +370,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
     let clients = start::Clients::build_fenced(&opts, Some(table.lease_deadline())).await?;
     let worker_id = opts.worker_id.clone();
     let kubeconfig = opts.kubeconfig.clone();
+    let api_protocol = opts.api_protocol;
     let mut worker = start::start_on_shards_with(clients, opts, table, None).await?;
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let (renewed_tx, renewed) = tokio::sync::watch::channel(lease::LeaseState::default());
@@ -376,6 +383,7 @@ async fn run_in_fleet(opts: WorkerOptions, flags: FleetFlags) -> anyhow::Result<
         kubeconfig.as_deref(),
         ClientLimits::UNLIMITED,
         &batchfleet_worker::client::user_agent(&worker_id),
+        api_protocol,
     )
     .await?;
     let lease = match flags.store.store {

@@ -14,6 +14,11 @@
 //! Reads (GET, which includes list and watch) use connections of their own, unfenced: a lapsed
 //! worker warms shards again, before its writes are released, by reading.
 //!
+//! What this adds to kube-client's stack: HTTP/2, offered in the TLS handshake as client-go
+//! offers it (kube-client offers HTTP/1.1 only), or spoken with prior knowledge when asked
+//! ([`ApiProtocol`]). Every client of the worker is built here, fenced or not (without a lease,
+//! the writes' connections are always open).
+//!
 //! What this leaves out of kube-client's stack: its tracing layer (which logs every 5xx at ERROR;
 //! the controllers log their own failures) and gzip (not enabled in this workspace); and the
 //! expiry of exec-plugin client certificates, which kube-client reads from a private API: a
@@ -36,20 +41,26 @@ use tower::retry::RetryLayer;
 use tower::util::BoxService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 
-use super::{LeaseDeadline, LeaseLapsed};
+use super::{ApiProtocol, LeaseDeadline, LeaseLapsed};
+
+/// client-go's `ReadIdleTimeout` and `PingTimeout` of its HTTP/2 connections.
+const HTTP2_READ_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// kube-client's boxed service, as its own builder makes it.
 type GenericService = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
 
-/// A [`ClientBuilder`] for `config` whose writes go out only while `deadline` allows.
+/// A [`ClientBuilder`] for `config` whose writes go out only while `deadline` allows (always,
+/// with the default deadline), speaking `protocol`.
 pub(super) fn client_builder(
     config: &kube::Config,
     deadline: LeaseDeadline,
+    protocol: ApiProtocol,
 ) -> Result<ClientBuilder<GenericService>, kube::Error> {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
-    let reads = hyper_client(config, tcp.clone())?;
-    let writes = hyper_client(config, GatedConnector { inner: tcp, deadline })?;
+    let reads = hyper_client(config, tcp.clone(), protocol)?;
+    let writes = hyper_client(config, GatedConnector { inner: tcp, deadline }, protocol)?;
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
@@ -65,10 +76,12 @@ pub(super) fn client_builder(
     Ok(ClientBuilder::new(service, config.default_namespace.clone()))
 }
 
-/// A hyper client over `tcp` with `config`'s TLS and timeouts, as kube-client makes it.
+/// A hyper client over `tcp` with `config`'s TLS and timeouts, as kube-client makes it, but
+/// offering HTTP/2 in the TLS handshake unless `protocol` is [`ApiProtocol::Http1`].
 fn hyper_client<C>(
     config: &kube::Config,
     tcp: C,
+    protocol: ApiProtocol,
 ) -> Result<HyperClient<impl Connect + Clone + Send + Sync + 'static, Body>, kube::Error>
 where
     C: Service<Uri> + Clone + Send + Sync + 'static,
@@ -76,12 +89,32 @@ where
     C::Future: Send + 'static,
     C::Error: Into<BoxError>,
 {
-    let mut connector = TimeoutConnector::new(config.rustls_https_connector_with_connector(tcp)?);
+    let mut https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config.rustls_client_config()?)
+        .https_or_http();
+    if let Some(name) = &config.tls_server_name {
+        let name = rustls_pki_types::ServerName::try_from(name.clone())
+            .map_err(|e| kube::Error::RustlsTls(kube::client::RustlsTlsError::InvalidServerName(e)))?;
+        https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
+    }
+    let https = match protocol {
+        ApiProtocol::Http1 => https.enable_http1().wrap_connector(tcp),
+        ApiProtocol::Auto | ApiProtocol::Http2 => https.enable_all_versions().wrap_connector(tcp),
+    };
+    let mut connector = TimeoutConnector::new(https);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);
     connector.set_reset_reader_on_write(config.reset_reader_on_write);
-    Ok(HyperClient::builder(TokioExecutor::new()).build(connector))
+    let mut client = HyperClient::builder(TokioExecutor::new());
+    // client-go's HTTP/2 health check: a connection that answers no PING is dropped, not waited on.
+    client
+        .timer(hyper_util::rt::TokioTimer::new())
+        .http2_keep_alive_interval(HTTP2_READ_IDLE_TIMEOUT)
+        .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .http2_keep_alive_while_idle(true)
+        .http2_only(protocol == ApiProtocol::Http2);
+    Ok(client.build(connector))
 }
 
 /// Sends GETs on `reads` and every other method on `writes`.

@@ -8,6 +8,8 @@ pub mod lean_protobuf;
 pub mod lean_writes;
 mod lease_gate;
 #[cfg(test)]
+mod protocol_tests;
+#[cfg(test)]
 mod test_server;
 
 use std::path::Path;
@@ -32,14 +34,27 @@ pub enum TokenOrder {
     Fair(String),
 }
 
+/// The HTTP version a client speaks to the API server (`--kube-api-protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApiProtocol {
+    /// HTTP/2 where the TLS handshake agrees on it, HTTP/1.1 otherwise: client-go's default.
+    #[default]
+    Auto,
+    /// HTTP/1.1 only, as client-go with `DISABLE_HTTP2`.
+    Http1,
+    /// HTTP/2 also over plain TCP (prior knowledge, `h2c`), for a server that speaks it there.
+    Http2,
+}
+
 /// A client for `kubeconfig` (or the in-cluster/`$KUBECONFIG` config), with the limits, sending
 /// `user_agent`.
 pub async fn build(
     kubeconfig: Option<&Path>,
     limit: ClientLimits,
     user_agent: &str,
+    protocol: ApiProtocol,
 ) -> Result<kube::Client, ClientError> {
-    build_fenced(kubeconfig, limit, user_agent, None, &TokenOrder::Arrival).await
+    build_fenced(kubeconfig, limit, user_agent, None, &TokenOrder::Arrival, protocol).await
 }
 
 /// [`build`], with writes refused once `deadline` passed ([`LeaseGateLayer`]), and tokens
@@ -50,9 +65,10 @@ pub async fn build_fenced(
     user_agent: &str,
     deadline: Option<LeaseDeadline>,
     order: &TokenOrder,
+    protocol: ApiProtocol,
 ) -> Result<kube::Client, ClientError> {
     let config = load_config(kubeconfig).await?;
-    ordered_from_config(with_user_agent(config, user_agent)?, limit, deadline, order)
+    ordered_from_config(with_user_agent(config, user_agent)?, limit, deadline, order, protocol)
 }
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
@@ -72,15 +88,16 @@ pub fn fenced_from_config(
     limit: ClientLimits,
     deadline: Option<LeaseDeadline>,
 ) -> Result<kube::Client, ClientError> {
-    ordered_from_config(config, limit, deadline, &TokenOrder::Arrival)
+    ordered_from_config(config, limit, deadline, &TokenOrder::Arrival, ApiProtocol::Auto)
 }
 
-/// [`fenced_from_config`], with tokens handed out in `order`.
+/// [`fenced_from_config`], with tokens handed out in `order`, speaking `protocol`.
 pub fn ordered_from_config(
     config: kube::Config,
     limit: ClientLimits,
     deadline: Option<LeaseDeadline>,
     order: &TokenOrder,
+    protocol: ApiProtocol,
 ) -> Result<kube::Client, ClientError> {
     use tower::util::{Either, option_layer};
     let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
@@ -91,10 +108,9 @@ pub fn ordered_from_config(
             limit.fair_rate_limit(budget, &host, ClientMetrics::global()).map(Either::Right)
         }
     };
-    let builder = match &deadline {
-        Some(deadline) => fenced_connections::client_builder(&config, deadline.clone())?,
-        None => kube::client::ClientBuilder::try_from(config)?,
-    };
+    // Without a deadline the writes' connections are always open.
+    let builder =
+        fenced_connections::client_builder(&config, deadline.clone().unwrap_or_default(), protocol)?;
     Ok(builder
         .with_layer(&option_layer(deadline.map(LeaseGateLayer::new)))
         .with_layer(&option_layer(in_flight))

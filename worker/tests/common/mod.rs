@@ -44,8 +44,14 @@ pub async fn start_with(opts: WorkerOptions) -> Env {
     let sim = SimCluster::start(SimConfig { nodes: 3, ..SimConfig::default() }).await.expect("sim starts");
     let mut config = kube::Config::new(sim.url().parse().expect("url"));
     config.default_retry = true;
-    let worker_client =
-        batchfleet_worker::client::from_config(config.clone(), ClientLimits::UNLIMITED).expect("client");
+    let worker_client = batchfleet_worker::client::ordered_from_config(
+        config.clone(),
+        ClientLimits::UNLIMITED,
+        None,
+        &batchfleet_worker::client::TokenOrder::Arrival,
+        opts.api_protocol,
+    )
+    .expect("client");
     let opts = WorkerOptions { metrics_addr: SocketAddr::from(([127, 0, 0, 1], 0)), ..opts };
     let worker = start::start_with_client(worker_client, opts).await.expect("worker starts");
     let client = kube::Client::try_from(config).expect("client");
