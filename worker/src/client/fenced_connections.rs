@@ -59,6 +59,10 @@ pub(super) fn client_builder(
 ) -> Result<ClientBuilder<GenericService>, kube::Error> {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
+    // As Go sets it on every TCP connection (client-go's too): an HTTP/2 connection carries
+    // many requests at once, and Nagle's algorithm would hold a small frame back until the
+    // server acknowledged the one before.
+    tcp.set_nodelay(true);
     let reads = hyper_client(config, tcp.clone(), protocol)?;
     let writes = hyper_client(config, GatedConnector { inner: tcp, deadline }, protocol)?;
     let service = ServiceBuilder::new()

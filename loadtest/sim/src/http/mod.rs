@@ -170,13 +170,19 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
-            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            let mut builder =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            // kube-apiserver's streams per HTTP/2 connection: Go's default, 250
+            // (--http2-max-streams-per-connection 0); hyper's own is 200.
+            builder.http2().max_concurrent_streams(HTTP2_MAX_STREAMS_PER_CONNECTION);
             if let Err(e) = builder.serve_connection(io, service).await {
                 tracing::debug!(error = %e, "connection ended");
             }
         });
     }
 }
+
+const HTTP2_MAX_STREAMS_PER_CONNECTION: u32 = 250;
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
