@@ -281,12 +281,7 @@ mod tests {
             .await
             .expect("the write should reach the server once")
             .unwrap();
-        deadline.0.write().deadline = Some(Instant::now());
-        let refused = tokio::time::timeout(Duration::from_secs(10), write)
-            .await
-            .expect("the retry should fail at once")
-            .unwrap()
-            .expect_err("the retried write is refused");
+        let refused = crate::client::test_server::lapse_and_await_refusal(&deadline, write).await;
         assert!(lapse_reason(&refused), "{refused:?}");
         assert_eq!(*server.requests.borrow(), vec!["POST /write HTTP/1.1".to_string()]);
         let read = client.request_text(http::Request::get("/read").body(Vec::new()).unwrap()).await;

@@ -152,12 +152,7 @@ async fn over_http2_a_write_retried_after_the_lease_ran_out_never_reaches_the_se
     tokio::time::timeout(Duration::from_secs(10), first_post.recv())
         .await
         .expect("the write should reach the server once");
-    deadline.0.write().deadline = Some(Instant::now());
-    let refused = tokio::time::timeout(Duration::from_secs(10), write)
-        .await
-        .expect("the retry should fail at once")
-        .unwrap()
-        .expect_err("the retried write is refused");
+    let refused = super::test_server::lapse_and_await_refusal(&deadline, write).await;
     // The refused socket write fails the whole HTTP/2 connection: the request sees the
     // connection's end, not the lease's error, which HTTP/1.1 hands it.
     assert!(format!("{refused:?}").contains("SendRequest"), "{refused:?}");

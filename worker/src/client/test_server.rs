@@ -122,3 +122,17 @@ impl ScriptedServer {
         Self { url, requests }
     }
 }
+
+/// Lets the lease run out while `write` waits for kube-client's retry, and returns the error
+/// the write ends with (a test fails if it does not end within 10 s, or succeeds).
+pub(super) async fn lapse_and_await_refusal(
+    deadline: &super::LeaseDeadline,
+    write: tokio::task::JoinHandle<kube::Result<String>>,
+) -> kube::Error {
+    deadline.0.write().deadline = Some(std::time::Instant::now());
+    tokio::time::timeout(std::time::Duration::from_secs(10), write)
+        .await
+        .expect("the retry should fail at once")
+        .unwrap()
+        .expect_err("the retried write is refused")
+}
