@@ -59,6 +59,12 @@ struct Contents<K> {
 }
 
 impl<K> Contents<K> {
+    fn index(&self, name: &str) -> Option<&Index<K>> {
+        let index = self.indexes.iter().find(|i| i.indexer.name == name);
+        debug_assert!(index.is_some(), "no index {name} on this store");
+        index
+    }
+
     fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
         self.namespaces.get(&key.namespace)?.get(&key.name)
     }
@@ -147,18 +153,12 @@ impl<K: Cached> Store<K> {
 
     /// The objects the index `name` files under `value`, in no set order.
     pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
-        let contents = self.contents.read();
-        let index = contents.indexes.iter().find(|i| i.indexer.name == name);
-        debug_assert!(index.is_some(), "no index {name} on this store");
-        index.map(|i| i.get(value)).unwrap_or_default()
+        self.contents.read().index(name).map(|i| i.get(value)).unwrap_or_default()
     }
 
     /// An object the index `name` files under `value` (of an index of unique values: a uid).
     pub fn first_by_index(&self, name: &str, value: &str) -> Option<Arc<K>> {
-        let contents = self.contents.read();
-        let index = contents.indexes.iter().find(|i| i.indexer.name == name);
-        debug_assert!(index.is_some(), "no index {name} on this store");
-        index?.first(value)
+        self.contents.read().index(name)?.first(value)
     }
 
     /// The objects of `shard`.
