@@ -18,6 +18,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
+use crate::fleet_processes::speak_api_as_over_tls;
+
 #[derive(clap::Args, Debug)]
 pub struct BenchJobsArgs {
     /// Pods of the unthrottled end-to-end run, spread over `--jobs` Jobs.
@@ -181,16 +183,12 @@ async fn end_to_end(
         }
         WorkerUnder::Binary(path) => {
             sim.write_kubeconfig(&kubeconfig)?;
-            let child = tokio::process::Command::new(path)
+            let child = speak_api_as_over_tls(&mut tokio::process::Command::new(path))
                 .args(["--standalone", "--kube-api-qps", "0", "--kube-api-max-in-flight", "0"])
                 .args(["--metrics-addr", "127.0.0.1:0", "--worker-id", label])
                 .arg("--kubeconfig")
                 .arg(&kubeconfig)
                 .env("RUST_LOG", "warn")
-                // What a worker speaks to a real API server, over TLS: HTTP/2 where it offers it
-                // (`auto`). The sim serves plain HTTP, so it is told to speak HTTP/2 there with
-                // prior knowledge; a build without the flag ignores the variable.
-                .env("FLEET_KUBE_API_PROTOCOL", "http2")
                 .stdout(std::process::Stdio::null())
                 .kill_on_drop(true)
                 .spawn()

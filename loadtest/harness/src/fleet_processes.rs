@@ -74,6 +74,21 @@ impl Default for FleetLayout {
     }
 }
 
+/// The environment variable of `fleet-worker --kube-api-protocol`.
+const API_PROTOCOL_ENV: &str = "FLEET_KUBE_API_PROTOCOL";
+
+/// Has a worker the harness starts speak to the sim as it speaks to a real API server over TLS:
+/// HTTP/2, which `auto` agrees on in the TLS handshake. The sim serves plain HTTP, where `auto`
+/// speaks HTTP/1.1, so the worker is told `http2` (prior knowledge). A `FLEET_KUBE_API_PROTOCOL`
+/// in the harness's own environment is passed on instead (`http1` runs the fleet on HTTP/1.1); a
+/// worker built before the flag ignores the variable.
+pub fn speak_api_as_over_tls(command: &mut Command) -> &mut Command {
+    if std::env::var_os(API_PROTOCOL_ENV).is_none() {
+        command.env(API_PROTOCOL_ENV, "http2");
+    }
+    command
+}
+
 /// A binary of this workspace, next to the running one; built with cargo (same profile) when
 /// `cargo run -p batchfleet-loadtest` did not build it.
 pub fn sibling_binary(name: &str, package: &str) -> anyhow::Result<PathBuf> {
@@ -194,7 +209,7 @@ pub fn start_standalone(
 ) -> anyhow::Result<Child> {
     std::fs::create_dir_all(log_dir)?;
     let worker_bin = sibling_binary("fleet-worker", "batchfleet-worker")?;
-    Command::new(&worker_bin)
+    speak_api_as_over_tls(&mut Command::new(&worker_bin))
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--standalone", "--worker-id", "standalone", "--metrics-addr", &metrics_addr.to_string()])
@@ -273,7 +288,7 @@ impl FleetProcesses {
         };
         let health: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
         self.health_addrs.lock().insert(id.to_string(), health);
-        Command::new(&launch.binary)
+        speak_api_as_over_tls(&mut Command::new(&launch.binary))
             .arg("--kubeconfig")
             .arg(&launch.kubeconfig)
             .args(["--worker-id", id, "--metrics-addr", &health.to_string()])
@@ -475,5 +490,25 @@ impl EtcdProcess {
         tokio::time::sleep(down).await;
         self.child = spawn_etcd(&self.data_dir, &self.log_dir, self.client_port, self.peer_port)?;
         self.wait_listening(timeout).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    #[test]
+    fn a_worker_is_told_http2_unless_the_harness_itself_was_told_a_protocol() {
+        let mut command = Command::new("fleet-worker");
+        speak_api_as_over_tls(&mut command);
+        let told: Option<Option<&OsStr>> =
+            command.as_std().get_envs().find(|(name, _)| *name == API_PROTOCOL_ENV).map(|(_, value)| value);
+        match std::env::var_os(API_PROTOCOL_ENV) {
+            None => assert_eq!(told, Some(Some(OsStr::new("http2")))),
+            // The child inherits the harness's own setting; nothing overrides it.
+            Some(_) => assert_eq!(told, None),
+        }
     }
 }
