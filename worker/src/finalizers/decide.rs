@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::job::core::{JOB_CONTROLLER_NAME, JOB_TRACKING_FINALIZER, is_job_finished};
+use crate::job::core::{JOB_CONTROLLER_NAME, has_tracking_finalizer, is_job_finished};
 
 /// Why a pod's finalizer goes: the label of the releases counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,10 +72,6 @@ impl Default for Rules {
     fn default() -> Self {
         Self { grace: Duration::from_secs(30), managed_by: JOB_CONTROLLER_NAME.to_string() }
     }
-}
-
-pub fn has_tracking_finalizer(pod: &Pod) -> bool {
-    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
 }
 
 /// How long ago `t` was at `now`; a time in the future counts as just now.
@@ -165,6 +161,7 @@ fn release_if_past(grace: Duration, pod_age: Option<Duration>, deleted_ago: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::core::JOB_TRACKING_FINALIZER;
     use serde_json::{Value, json};
 
     const NOW: &str = "2026-11-28T12:00:00Z";

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use super::core::{
     self, BackoffRecord, Config, CountedPods, CreateOutcome, CreateRefusal, DeleteOutcome, FinalizerRemoval,
-    JOB_TRACKING_FINALIZER, JobPlan, PodOpResults, PodOps, PodRef, StallRecord, SyncInput,
+    JobPlan, PodOpResults, PodOps, PodRef, StallRecord, SyncInput, has_tracking_finalizer,
 };
 use super::metrics::JobMetrics;
 use crate::client::lean_writes;
@@ -60,10 +60,6 @@ pub struct JobController {
     events: EventSink,
     shards: ShardTable,
     clock: Arc<dyn Clock>,
-}
-
-fn has_tracking_finalizer(pod: &Pod) -> bool {
-    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
 }
 
 impl JobController {

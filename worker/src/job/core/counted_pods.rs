@@ -18,7 +18,7 @@ use std::sync::Arc;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
-use super::JOB_TRACKING_FINALIZER;
+use super::has_tracking_finalizer;
 use super::indexed::completion_index;
 use super::intervals::OrderedIntervals;
 use super::plan::{Event, PodRef};
@@ -67,10 +67,6 @@ pub fn invalid_annotation_event(value: &str) -> Event {
              counted pods are kept"
         ),
     )
-}
-
-fn has_tracking_finalizer(pod: &Pod) -> bool {
-    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
 }
 
 /// The counted pods of `job` to delete, from the Job and its pods as the cache shows them.

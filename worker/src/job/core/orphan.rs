@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::Pod;
 use super::JOB_CONTROLLER_NAME;
 use super::conditions::is_job_finished;
 use super::config::Config;
+use super::has_tracking_finalizer;
 use super::plan::Metric;
-use super::view::{Phase, has_tracking_finalizer, phase_of};
+use super::view::{Phase, phase_of};
 
 fn managed_by(job: &Job) -> &str {
     job.spec.as_ref().and_then(|s| s.managed_by.as_deref()).unwrap_or(JOB_CONTROLLER_NAME)

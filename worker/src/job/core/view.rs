@@ -14,7 +14,7 @@ use super::indexed::{completion_index, parse_failure_count};
 use super::plan::PodRef;
 use super::{
     JOB_CONTROLLER_NAME, JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
-    JOB_TRACKING_FINALIZER,
+    has_tracking_finalizer,
 };
 
 pub(super) const NON_INDEXED: &str = "NonIndexed";
@@ -127,10 +127,6 @@ pub(super) fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::
         .unwrap_or(&[])
         .iter()
         .find(|c| c.type_ == "Ready")
-}
-
-pub(super) fn has_tracking_finalizer(pod: &Pod) -> bool {
-    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
 }
 
 /// What the decision needs to know about one pod, computed once.
