@@ -129,7 +129,8 @@ impl TtlController {
             TtlDecision::Requeue { after, .. } => return Ok(Some(after)),
             TtlDecision::DeleteNow(d) => d,
         };
-        tracing::info!(job = %key, "cleaning up the Job: its TTL after finished expired");
+        // Upstream logs this at V(4): a line per Job would be the busiest INFO line of a large cluster.
+        tracing::debug!(job = %key, "cleaning up the Job: its TTL after finished expired");
         let dp = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Foreground),
             preconditions: Some(Preconditions {
