@@ -286,11 +286,18 @@ impl Clients {
         .await?)
     }
 
-    /// The watches' client: the in-flight cap of `opts`, no rate limit.
+    /// The watches' client: the in-flight cap of `opts`, no rate limit, and HTTP/1.1 whatever
+    /// `--kube-api-protocol` says. A fleet worker opens three watches for each shard it gains;
+    /// on one HTTP/2 connection they would fill the server's stream limit (kube-apiserver's 250)
+    /// from about 84 shards on, and every later LIST or WATCH would wait for a watch to end,
+    /// minutes, since hyper's pool does not dial a second connection as Go's transport does. A
+    /// watch is one long answer, which HTTP/2 makes no cheaper; the writes, many short requests,
+    /// are what gain from it.
     pub async fn informers(opts: &WorkerOptions) -> Result<kube::Client, StartError> {
         let watch_limits = ClientLimits { qps: 0.0, burst: 1, ..opts.client_limits };
         let user_agent = client::user_agent(&opts.worker_id);
-        Ok(client::build(opts.kubeconfig.as_deref(), watch_limits, &user_agent, opts.api_protocol).await?)
+        Ok(client::build(opts.kubeconfig.as_deref(), watch_limits, &user_agent, client::ApiProtocol::Http1)
+            .await?)
     }
 
     /// One client for both (tests, with the sim cluster).
