@@ -21,8 +21,7 @@ use super::pacing;
 use crate::clock::Clock;
 use crate::events::{EventSink, EventType, PendingEvent};
 use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, Store, controlling_job_uid};
-use crate::job::core::has_tracking_finalizer;
-use crate::job::core::{is_job_finished, remove_tracking_finalizer_patch};
+use crate::job::core::{has_tracking_finalizer, is_job_finished, remove_tracking_finalizer_patch};
 use crate::runtime::shard::{Epoch, ShardPhase, ShardTable};
 use crate::runtime::write::{Fence, WriteError};
 

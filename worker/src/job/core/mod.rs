@@ -55,11 +55,6 @@ pub use sync::sync_job;
 
 /// The finalizer every Job pod carries until the controller has counted it.
 pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
-
-/// Whether `pod` still carries [`JOB_TRACKING_FINALIZER`]: not yet counted by its Job.
-pub fn has_tracking_finalizer(pod: &Pod) -> bool {
-    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
-}
 /// Annotation (and label) holding an Indexed Job pod's completion index.
 pub const JOB_COMPLETION_INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// Annotation on a replacement pod: failures of its index counted against `backoffLimitPerIndex`.
@@ -71,3 +66,8 @@ pub const JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION: &str =
 pub const JOB_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// Event source component, as upstream.
 pub const EVENT_COMPONENT: &str = "job-controller";
+
+/// Whether `pod` still carries [`JOB_TRACKING_FINALIZER`]: not yet counted by its Job.
+pub fn has_tracking_finalizer(pod: &Pod) -> bool {
+    pod.metadata.finalizers.as_deref().unwrap_or(&[]).iter().any(|f| f == JOB_TRACKING_FINALIZER)
+}
