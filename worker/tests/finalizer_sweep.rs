@@ -198,3 +198,49 @@ async fn an_update_of_a_finished_job_releases_its_stray_pod_as_upstream_does() {
     })
     .await;
 }
+
+/// The sweeper's passes counted so far.
+async fn passes(env: &common::Env) -> f64 {
+    gauge(&common::metrics(env).await, "batchfleet_worker_finalizer_sweep_passes_total").unwrap_or(0.0)
+}
+
+/// A Job's finish or deletion wakes the sweeper only when a pod of the Job in the cache still
+/// holds the tracking finalizer: on a busy worker, a pass for each would walk every cached pod
+/// about once a second, for nothing, since the Job controller releases a Job's pods first.
+#[tokio::test]
+async fn only_a_job_that_leaves_a_held_pod_behind_wakes_the_sweeper() {
+    let env = common::start_with(WorkerOptions {
+        job_timing: common::fast_timing(),
+        // A period far past the test's span: a pass inside it comes from a wake.
+        finalizer_sweep: SweepOptions { period: Duration::from_secs(600), ..SweepOptions::default() },
+        ..WorkerOptions::default()
+    })
+    .await;
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
+    let background = kube::api::DeleteParams::background();
+
+    completed_job(&env.client, "clean").await;
+    common::wait_until("the first pass", WAIT, || async { (passes(&env).await >= 1.0).then_some(()) }).await;
+    // A wake of the finish, were there one, has passed by now (passes are a second apart).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = passes(&env).await;
+    jobs.delete("clean", &background).await.expect("delete the Job");
+    // A negative holds only over a span: a wake's pass would follow within a second.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(passes(&env).await, before, "a Job whose pods were all released wakes nothing");
+
+    // The same deletion with a stray pod still held under the Job does wake it.
+    let uid = completed_job(&env.client, "leaky").await;
+    let pods = create_stray_pod(&env.client, "leaky", &uid).await;
+    common::wait_until("the stray pod finished", WAIT, || async {
+        let p = pods.get("leaky-stray").await.ok()?;
+        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
+    })
+    .await;
+    let before = passes(&env).await;
+    jobs.delete("leaky", &background).await.expect("delete the Job");
+    common::wait_until("a pass woken by the deletion", Duration::from_secs(20), || async {
+        (passes(&env).await > before).then_some(())
+    })
+    .await;
+}

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use batchfleet_kube_client::{ClientLimits, TokenBucket};
@@ -20,7 +21,7 @@ use super::metrics::SweepMetrics;
 use super::pacing;
 use crate::clock::Clock;
 use crate::events::{EventSink, EventType, PendingEvent};
-use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, Store, controlling_job_uid};
+use crate::informer::{Handler, JOBS_BY_UID, ObjectKey, PODS_BY_JOB_UID, Store, controlling_job_uid};
 use crate::job::core::{has_tracking_finalizer, is_job_finished, remove_tracking_finalizer_patch};
 use crate::runtime::shard::{Epoch, ShardPhase, ShardTable};
 use crate::runtime::write::{Fence, WriteError};
@@ -76,6 +77,11 @@ pub struct FinalizerSweeper {
     budget: TokenBucket,
     clock: Arc<dyn Clock>,
     wake: Notify,
+    /// Set by a pod event that asks for a pass whatever the Jobs below say.
+    pass_asked: AtomicBool,
+    /// The uids of the Jobs that finished or went since the last pass: a wake they caused is
+    /// worth a pass only if a pod of theirs still holds the finalizer once the wake's gap is over.
+    woken_by_jobs: Mutex<Vec<String>>,
     /// By pod uid.
     releasable: Mutex<HashMap<String, Releasable>>,
     /// By pod uid and by Job uid.
@@ -115,6 +121,8 @@ impl FinalizerSweeper {
             budget: TokenBucket::new(ClientLimits { qps, burst, ..ClientLimits::UNLIMITED }),
             clock,
             wake: Notify::new(),
+            pass_asked: AtomicBool::new(false),
+            woken_by_jobs: Mutex::new(Vec::new()),
             releasable: Mutex::new(HashMap::new()),
             told: Mutex::new(HashMap::new()),
         })
@@ -130,8 +138,42 @@ impl FinalizerSweeper {
             let wait = next.map_or(self.period, |w| w.min(self.period)).max(MIN_GAP);
             tokio::select! {
                 _ = tokio::time::sleep(self.clock.real(wait)) => {}
-                _ = self.wake.notified() => tokio::time::sleep(MIN_GAP).await,
+                _ = self.woken_for_a_pass() => {}
             }
+        }
+    }
+
+    /// Returns at the first wake still worth a pass a gap after it came. A Job's finish or
+    /// deletion wakes the sweeper when a pod of the Job held the finalizer in the cache at the
+    /// time; but the Job controller releases a Job's pods before it writes the finish, and the
+    /// pods' watch events can arrive after the written Job, so by the gap's end they most often
+    /// have. A pass for each of those would walk every cached pod about once a second on a busy
+    /// worker, to find nothing.
+    async fn woken_for_a_pass(&self) {
+        loop {
+            self.wake.notified().await;
+            tokio::time::sleep(MIN_GAP).await;
+            let jobs = std::mem::take(&mut *self.woken_by_jobs.lock());
+            if self.pass_asked.swap(false, Ordering::Relaxed)
+                || jobs.iter().any(|uid| self.holds_pods_of(uid))
+            {
+                return;
+            }
+        }
+    }
+
+    /// Whether a pod of the Job of `job_uid` in the cache still holds the tracking finalizer.
+    fn holds_pods_of(&self, job_uid: &str) -> bool {
+        self.pods.by_index(PODS_BY_JOB_UID.name, job_uid).iter().any(|pod| has_tracking_finalizer(pod))
+    }
+
+    /// Wakes the sweeper for `job`, if a pod of it holds the finalizer now.
+    fn wake_for(&self, job: &Job) {
+        if let Some(uid) = job.metadata.uid.as_deref()
+            && self.holds_pods_of(uid)
+        {
+            self.woken_by_jobs.lock().push(uid.to_string());
+            self.wake.notify_one();
         }
     }
 
@@ -350,6 +392,7 @@ impl Handler<Pod> for FinalizerSweeper {
     fn applied(&self, _old: Option<&Arc<Pod>>, pod: &Arc<Pod>) {
         // A pod that holds the finalizer and whose Job this cache does not have: due soon.
         if has_tracking_finalizer(pod) && self.job_seen(pod).0.is_none() {
+            self.pass_asked.store(true, Ordering::Relaxed);
             self.wake.notify_one();
         }
     }
@@ -360,12 +403,12 @@ impl Handler<Pod> for FinalizerSweeper {
 impl Handler<Job> for FinalizerSweeper {
     fn applied(&self, old: Option<&Arc<Job>>, job: &Arc<Job>) {
         if is_job_finished(job) && !old.is_some_and(|o| is_job_finished(o)) {
-            self.wake.notify_one();
+            self.wake_for(job);
         }
     }
 
-    fn deleted(&self, _job: &Arc<Job>) {
-        self.wake.notify_one();
+    fn deleted(&self, job: &Arc<Job>) {
+        self.wake_for(job);
     }
 }
 
