@@ -108,9 +108,14 @@ impl<'a> WireValue<'a> {
         }
     }
 
-    pub fn as_string(self, field: &str) -> Result<String, ProtobufError> {
+    /// The string, borrowed from the message: for a field read only to be looked at.
+    pub fn as_str(self, field: &str) -> Result<&'a str, ProtobufError> {
         let bytes = self.as_bytes(field)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| ProtobufError::InvalidUtf8(field.to_string()))
+        std::str::from_utf8(bytes).map_err(|_| ProtobufError::InvalidUtf8(field.to_string()))
+    }
+
+    pub fn as_string(self, field: &str) -> Result<String, ProtobufError> {
+        self.as_str(field).map(str::to_owned)
     }
 }
 

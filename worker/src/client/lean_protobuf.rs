@@ -98,8 +98,9 @@ fn object_meta(message: &[u8]) -> Result<ObjectMeta, ProtobufError> {
             }
             12 => {
                 let (key, value) = map_entry(value.as_bytes("ObjectMeta.annotations")?)?;
-                if keeps_pod_annotation(&key) {
-                    annotations.insert(key, value);
+                // Most of a pod's annotations are not kept: only those are copied out.
+                if keeps_pod_annotation(key) {
+                    annotations.insert(key.to_owned(), value.to_owned());
                 }
             }
             13 => meta
@@ -116,14 +117,14 @@ fn object_meta(message: &[u8]) -> Result<ObjectMeta, ProtobufError> {
     Ok(meta)
 }
 
-/// A `map<string, string>` entry: key 1, value 2.
-fn map_entry(message: &[u8]) -> Result<(String, String), ProtobufError> {
-    let (mut key, mut value) = (String::new(), String::new());
+/// A `map<string, string>` entry: key 1, value 2, borrowed from the message.
+fn map_entry(message: &[u8]) -> Result<(&str, &str), ProtobufError> {
+    let (mut key, mut value) = ("", "");
     let mut fields = FieldReader::new(message);
     while let Some((number, field)) = fields.next_field()? {
         match number {
-            1 => key = string(field, "map key")?,
-            2 => value = string(field, "map value")?,
+            1 => key = field.as_str("map key")?,
+            2 => value = field.as_str("map value")?,
             _ => {}
         }
     }
