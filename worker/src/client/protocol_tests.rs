@@ -160,3 +160,32 @@ async fn over_http2_a_write_retried_after_the_lease_ran_out_never_reaches_the_se
     let read = client.request_text(http::Request::get("/read").body(Vec::new()).unwrap()).await;
     assert_eq!(read.unwrap(), "ok", "reads go on");
 }
+
+/// The shard watches keep to HTTP/1.1, a connection each, whatever `--kube-api-protocol` says:
+/// a worker opens three for each shard it gains, and on one HTTP/2 connection, whose server
+/// allows 250 streams, those of about 84 shards would leave every further LIST and WATCH
+/// waiting for a watch to end (hyper-util's pool dials no second connection, as Go's does).
+#[tokio::test]
+async fn the_watches_client_speaks_http1_even_when_http2_is_asked_for() {
+    let (url, mut versions) = version_server(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: sim\n\
+         clusters: [{{name: sim, cluster: {{server: \"{url}\"}}}}]\n\
+         users: [{{name: sim, user: {{}}}}]\n\
+         contexts: [{{name: sim, context: {{cluster: sim, user: sim}}}}]\n"
+    );
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    let opts = crate::start::WorkerOptions {
+        kubeconfig: Some(kubeconfig),
+        api_protocol: ApiProtocol::Http2,
+        ..crate::start::WorkerOptions::default()
+    };
+    let watches = crate::start::Clients::informers(&opts).await.unwrap();
+    watches
+        .request_text(http::Request::get("/api/v1/pods?watch=true").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(versions.recv().await.unwrap(), http::Version::HTTP_11);
+}
