@@ -55,9 +55,10 @@ struct Args {
     /// protobuf, JSON accepted when the server has no protobuf) or `application/json`.
     #[arg(long, env = "FLEET_KUBE_API_CONTENT_TYPE", default_value = ContentType::PROTOBUF, value_parser = ContentType::parse)]
     kube_api_content_type: ContentType,
-    /// The HTTP version spoken to the API server: `auto` (HTTP/2 where the TLS handshake agrees
-    /// on it, as client-go; HTTP/1.1 over plain HTTP), `http1`, or `http2` (also over plain
-    /// HTTP, with prior knowledge, for an API server or proxy that serves it there).
+    /// The HTTP version of the controllers' requests to the API server: `auto` (HTTP/2 where the
+    /// TLS handshake agrees on it, as client-go; HTTP/1.1 over plain HTTP), `http1`, or `http2`
+    /// (also over plain HTTP, with prior knowledge, for an API server or proxy that serves it
+    /// there). The shard watches speak HTTP/1.1 whatever this says, a connection each.
     #[arg(long, env = "FLEET_KUBE_API_PROTOCOL", value_enum, default_value = "auto")]
     kube_api_protocol: batchfleet_worker::client::ApiProtocol,
     /// A budget of the Job controller's own, in queries per second, its burst in the ratio of
