@@ -74,23 +74,6 @@ impl Default for FleetLayout {
     }
 }
 
-/// The environment variable of `fleet-worker --kube-api-protocol`.
-const API_PROTOCOL_ENV: &str = "FLEET_KUBE_API_PROTOCOL";
-
-/// Has a worker `bench-jobs` starts speak to the sim as it speaks to a real API server over TLS:
-/// HTTP/2, which `auto` agrees on in the TLS handshake. The sim serves plain HTTP, where `auto`
-/// speaks HTTP/1.1, so the worker is told `http2` (prior knowledge). A `FLEET_KUBE_API_PROTOCOL`
-/// in the harness's own environment is passed on instead; a worker built before the flag ignores
-/// the variable. The fleets of `loadtest run` and `up` are not told: on HTTP/2 three of their
-/// tests stalled under CI's load (2026-11-29, docs/operations.md), so they speak what `auto`
-/// speaks over plain HTTP, HTTP/1.1, unless the harness's environment says otherwise.
-pub fn speak_api_as_over_tls(command: &mut Command) -> &mut Command {
-    if std::env::var_os(API_PROTOCOL_ENV).is_none() {
-        command.env(API_PROTOCOL_ENV, "http2");
-    }
-    command
-}
-
 /// A binary of this workspace, next to the running one; built with cargo (same profile) when
 /// `cargo run -p batchfleet-loadtest` did not build it.
 pub fn sibling_binary(name: &str, package: &str) -> anyhow::Result<PathBuf> {
@@ -492,25 +475,5 @@ impl EtcdProcess {
         tokio::time::sleep(down).await;
         self.child = spawn_etcd(&self.data_dir, &self.log_dir, self.client_port, self.peer_port)?;
         self.wait_listening(timeout).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::ffi::OsStr;
-
-    use super::*;
-
-    #[test]
-    fn a_worker_is_told_http2_unless_the_harness_itself_was_told_a_protocol() {
-        let mut command = Command::new("fleet-worker");
-        speak_api_as_over_tls(&mut command);
-        let told: Option<Option<&OsStr>> =
-            command.as_std().get_envs().find(|(name, _)| *name == API_PROTOCOL_ENV).map(|(_, value)| value);
-        match std::env::var_os(API_PROTOCOL_ENV) {
-            None => assert_eq!(told, Some(Some(OsStr::new("http2")))),
-            // The child inherits the harness's own setting; nothing overrides it.
-            Some(_) => assert_eq!(told, None),
-        }
     }
 }
