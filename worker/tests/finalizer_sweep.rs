@@ -56,6 +56,15 @@ async fn create_stray_pod(client: &kube::Client, job: &str, uid: &str) -> Api<Po
     pods
 }
 
+/// Waits until the stray pod `name` has run to Succeeded.
+async fn stray_pod_finished(pods: &Api<Pod>, name: &str) {
+    common::wait_until("the stray pod finished", WAIT, || async {
+        let p = pods.get(name).await.ok()?;
+        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_stray_pod_of_a_finished_job_loses_the_finalizer_once_the_webhook_lets_it() {
     let sweep = SweepOptions {
@@ -154,11 +163,7 @@ async fn with_the_sweep_off_the_stray_pod_keeps_the_finalizer() {
     let uid = completed_job(&env.client, "done").await;
     let pods = create_stray_pod(&env.client, "done", &uid).await;
     // Upstream's behaviour, the leak the sweeper exists for: the pod finishes and stays held.
-    common::wait_until("the stray pod finished", WAIT, || async {
-        let p = pods.get("done-stray").await.ok()?;
-        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
-    })
-    .await;
+    stray_pod_finished(&pods, "done-stray").await;
     // A negative holds only over a span: three of the fast sweep's periods past its grace.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(holds(&pods.get("done-stray").await.expect("the pod")), "nothing but the sweeper removes it");
@@ -181,11 +186,7 @@ async fn an_update_of_a_finished_job_releases_its_stray_pod_as_upstream_does() {
     .await;
     let uid = completed_job(&env.client, "touched").await;
     let pods = create_stray_pod(&env.client, "touched", &uid).await;
-    common::wait_until("the stray pod finished", WAIT, || async {
-        let p = pods.get("touched-stray").await.ok()?;
-        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
-    })
-    .await;
+    stray_pod_finished(&pods, "touched-stray").await;
     assert!(holds(&pods.get("touched-stray").await.expect("the pod")), "held until the Job changes");
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let touch = json!({"metadata": {"annotations": {"example.com/touched": "yes"}}});
@@ -232,11 +233,7 @@ async fn only_a_job_that_leaves_a_held_pod_behind_wakes_the_sweeper() {
     // The same deletion with a stray pod still held under the Job does wake it.
     let uid = completed_job(&env.client, "leaky").await;
     let pods = create_stray_pod(&env.client, "leaky", &uid).await;
-    common::wait_until("the stray pod finished", WAIT, || async {
-        let p = pods.get("leaky-stray").await.ok()?;
-        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(())
-    })
-    .await;
+    stray_pod_finished(&pods, "leaky-stray").await;
     let before = passes(&env).await;
     jobs.delete("leaky", &background).await.expect("delete the Job");
     common::wait_until("a pass woken by the deletion", Duration::from_secs(20), || async {
