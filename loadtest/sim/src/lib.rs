@@ -27,4 +27,4 @@ mod value_memo;
 
 mod sim;
 
-pub use sim::{SimCluster, SimConfig};
+pub use sim::{SimCluster, SimConfig, kubeconfig_yaml_for};

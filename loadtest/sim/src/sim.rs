@@ -163,10 +163,7 @@ impl SimCluster {
 
     /// A kubeconfig for kubectl and kube-rs, as YAML.
     pub fn kubeconfig_yaml(&self) -> String {
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user:\n    token: sim\npreferences: {{}}\n",
-            url = self.url()
-        )
+        kubeconfig_yaml_for(&self.url())
     }
 
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
@@ -199,4 +196,12 @@ impl Drop for SimCluster {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The kubeconfig the sim writes, for a server at `url`: for tests that stand a server of their
+/// own where the sim would be.
+pub fn kubeconfig_yaml_for(url: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user:\n    token: sim\npreferences: {{}}\n"
+    )
 }

@@ -170,13 +170,7 @@ async fn the_watches_client_speaks_http1_even_when_http2_is_asked_for() {
     let (url, mut versions) = version_server(None).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let yaml = format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: sim\n\
-         clusters: [{{name: sim, cluster: {{server: \"{url}\"}}}}]\n\
-         users: [{{name: sim, user: {{}}}}]\n\
-         contexts: [{{name: sim, context: {{cluster: sim, user: sim}}}}]\n"
-    );
-    std::fs::write(&kubeconfig, yaml).unwrap();
+    std::fs::write(&kubeconfig, batchfleet_sim::kubeconfig_yaml_for(&url)).unwrap();
     let opts = crate::start::WorkerOptions {
         kubeconfig: Some(kubeconfig),
         api_protocol: ApiProtocol::Http2,
