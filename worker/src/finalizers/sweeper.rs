@@ -79,8 +79,8 @@ pub struct FinalizerSweeper {
     wake: Notify,
     /// Set by a pod event that asks for a pass whatever the Jobs below say.
     pass_asked: AtomicBool,
-    /// The uids of the Jobs that finished or went since the last pass: a wake they caused is
-    /// worth a pass only if a pod of theirs still holds the finalizer once the wake's gap is over.
+    /// The uids of the Jobs that finished or went since the last wake: it is worth a pass only
+    /// if a pod of theirs still holds the finalizer once the wake's gap is over.
     woken_by_jobs: Mutex<Vec<String>>,
     /// By pod uid.
     releasable: Mutex<HashMap<String, Releasable>>,
@@ -144,11 +144,10 @@ impl FinalizerSweeper {
     }
 
     /// Returns at the first wake still worth a pass a gap after it came. A Job's finish or
-    /// deletion wakes the sweeper when a pod of the Job held the finalizer in the cache at the
-    /// time; but the Job controller releases a Job's pods before it writes the finish, and the
-    /// pods' watch events can arrive after the written Job, so by the gap's end they most often
-    /// have. A pass for each of those would walk every cached pod about once a second on a busy
-    /// worker, to find nothing.
+    /// deletion is worth one only if a pod of the Job in the cache still holds the finalizer by
+    /// then: the Job controller releases a Job's pods before it writes the finish, but the pods'
+    /// watch events can arrive after the written Job. A pass for every finish would walk every
+    /// cached pod about once a second on a busy worker, to find nothing.
     async fn woken_for_a_pass(&self) {
         loop {
             self.wake.notified().await;
@@ -167,11 +166,9 @@ impl FinalizerSweeper {
         self.pods.by_index(PODS_BY_JOB_UID.name, job_uid).iter().any(|pod| has_tracking_finalizer(pod))
     }
 
-    /// Wakes the sweeper for `job`, if a pod of it holds the finalizer now.
+    /// Wakes the sweeper for `job`; [`Self::woken_for_a_pass`] decides whether it passes.
     fn wake_for(&self, job: &Job) {
-        if let Some(uid) = job.metadata.uid.as_deref()
-            && self.holds_pods_of(uid)
-        {
+        if let Some(uid) = job.metadata.uid.as_deref() {
             self.woken_by_jobs.lock().push(uid.to_string());
             self.wake.notify_one();
         }
