@@ -6,6 +6,7 @@ pub mod client;
 pub mod clock;
 pub mod cronjob;
 pub mod events;
+pub mod executor;
 pub mod finalizers;
 pub mod fleet;
 pub mod health;

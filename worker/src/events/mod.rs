@@ -154,6 +154,7 @@ impl EventSink {
         let task = async move {
             let mut correlator = EventCorrelator::new();
             while let Some(Queued { event, epoch }) = rx.recv().await {
+                let _writing = crate::executor::NoIdleWait::hold();
                 let event = make_event(&source, event);
                 record(&client, &fence, epoch, &mut correlator, event, now.now()).await;
             }
