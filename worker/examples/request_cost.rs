@@ -12,7 +12,6 @@ use std::time::Duration;
 use batchfleet_worker::client::{self, ApiProtocol, ClientLimits, LeaseDeadline, TokenOrder, lean_writes};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The worker's allocator, as `fleet-worker` runs on it.
 #[global_allocator]
@@ -25,61 +24,35 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn answer() -> Vec<u8> {
+/// The server's answer to every request: a pod as the API server returns one.
+fn answer() -> bytes::Bytes {
     let pod = serde_json::json!({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p-abcde","namespace":"ns","uid":"0b1c","resourceVersion":"123456",
       "labels":{"a":"b","batch.kubernetes.io/job-name":"j"},"finalizers":["batch.kubernetes.io/job-tracking"],
       "managedFields":[{"manager":"job-controller","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:a":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{}}}}}}]},
       "spec":{"containers":[{"name":"c","image":"busybox","command":["sleep","1"],"resources":{}}],"restartPolicy":"Never"},
       "status":{"phase":"Pending","qosClass":"BestEffort"}});
-    let body = serde_json::to_vec(&pod).unwrap();
-    let mut out = format!(
-        "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(&body);
-    out
+    serde_json::to_vec(&pod).unwrap().into()
 }
 
+/// Answers every request on every connection with [`answer`], over HTTP/1.1.
 async fn serve(listener: tokio::net::TcpListener) {
-    let answer = std::sync::Arc::new(answer());
+    let answer = answer();
     loop {
-        let (mut conn, _) = listener.accept().await.unwrap();
-        conn.set_nodelay(true).unwrap();
+        let (tcp, _) = listener.accept().await.unwrap();
+        tcp.set_nodelay(true).unwrap();
         let answer = answer.clone();
         tokio::spawn(async move {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 16384];
-            loop {
-                // head
-                let end = loop {
-                    if let Some(at) = buf.windows(4).position(|w: &[u8]| w == b"\r\n\r\n") {
-                        break at + 4;
-                    }
-                    match conn.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                let len = head
-                    .lines()
-                    .find_map(|l| {
-                        l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                    })
-                    .unwrap_or(0);
-                buf.drain(..end);
-                while buf.len() < len {
-                    match conn.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                buf.drain(..len);
-                if conn.write_all(&answer).await.is_err() {
-                    return;
-                }
-            }
+            let service = hyper::service::service_fn(move |_: http::Request<hyper::body::Incoming>| {
+                let response = http::Response::builder()
+                    .status(201)
+                    .header("content-type", "application/json")
+                    .body(http_body_util::Full::new(answer.clone()))
+                    .unwrap();
+                async { Ok::<_, std::convert::Infallible>(response) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .await;
         });
     }
 }
