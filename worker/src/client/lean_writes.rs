@@ -5,8 +5,10 @@
 //! keeps the Jobs it creates and the CronJobs it writes, so those come back as the store keeps
 //! them, `managedFields` never built ([`Lean`]).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::Request;
 use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::lean_decode::Lean;
@@ -43,6 +45,19 @@ impl Written {
     }
 }
 
+/// What an Event write's answer is read for: what the recorder's correlator keeps of the Event
+/// written (client-go's `eventLog`: its name, resourceVersion, count and firstTimestamp). The
+/// rest of it is what was sent; `managedFields` and the involved object are skipped unbuilt.
+#[derive(Debug, Default, Deserialize)]
+pub struct WrittenEvent {
+    #[serde(default)]
+    pub metadata: WrittenMeta,
+    #[serde(default)]
+    pub count: Option<i32>,
+    #[serde(default, rename = "firstTimestamp")]
+    pub first_timestamp: Option<Time>,
+}
+
 fn request<K: Resource<DynamicType = ()>>(namespace: &str) -> Request {
     Request::new(K::url_path(&(), Some(namespace)))
 }
@@ -56,9 +71,23 @@ pub async fn create<K>(client: &Client, namespace: &str, pp: &PostParams, data: 
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
+    create_answered(client, namespace, pp, data).await
+}
+
+/// `Api::create`, answered with what `A` reads of the object created.
+pub async fn create_answered<K, A>(
+    client: &Client,
+    namespace: &str,
+    pp: &PostParams,
+    data: &K,
+) -> kube::Result<A>
+where
+    K: Resource<DynamicType = ()> + Serialize,
+    A: DeserializeOwned,
+{
     let mut req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
     req.extensions_mut().insert("create");
-    client.request::<Written>(req).await
+    client.request::<A>(req).await
 }
 
 /// `Api::patch`, answered with what [`Written`] reads.
@@ -73,9 +102,25 @@ where
     K: Resource<DynamicType = ()>,
     P: Serialize + std::fmt::Debug,
 {
+    patch_answered::<K, P, Written>(client, namespace, name, pp, patch).await
+}
+
+/// `Api::patch`, answered with what `A` reads of the object patched.
+pub async fn patch_answered<K, P, A>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    pp: &PatchParams,
+    patch: &Patch<P>,
+) -> kube::Result<A>
+where
+    K: Resource<DynamicType = ()>,
+    P: Serialize + std::fmt::Debug,
+    A: DeserializeOwned,
+{
     let mut req = request::<K>(namespace).patch(name, pp, patch).map_err(kube::Error::BuildRequest)?;
     req.extensions_mut().insert("patch");
-    client.request::<Written>(req).await
+    client.request::<A>(req).await
 }
 
 /// `Api::delete`, answered with what [`Written`] reads (a `Status` or the object as the delete
@@ -140,5 +185,22 @@ mod tests {
         let written: Written = serde_json::from_str(status).unwrap();
         assert!(written.is_status());
         assert_eq!(written.resource_version(), None);
+    }
+
+    #[test]
+    fn an_event_answer_gives_what_the_correlator_keeps() {
+        let event = r#"{"kind":"Event","apiVersion":"v1","metadata":{"name":"j.187a","namespace":"ns",
+                        "resourceVersion":"41","uid":"u","managedFields":[{"manager":"m","fieldsV1":{"f:count":{}}}]},
+                        "involvedObject":{"kind":"Job","name":"j"},"reason":"SuccessfulCreate","message":"Created pod: p",
+                        "count":3,"firstTimestamp":"2026-11-30T02:00:00Z","lastTimestamp":"2026-11-30T02:00:05Z"}"#;
+        let written: WrittenEvent = serde_json::from_str(event).unwrap();
+        assert_eq!(written.metadata.name.as_deref(), Some("j.187a"));
+        assert_eq!(written.metadata.resource_version.as_deref(), Some("41"));
+        assert_eq!(written.count, Some(3));
+        assert_eq!(written.first_timestamp.map(|t| t.0.to_string()).as_deref(), Some("2026-11-30T02:00:00Z"));
+
+        let bare: WrittenEvent =
+            serde_json::from_str(r#"{"metadata":{"name":"e"},"firstTimestamp":null}"#).unwrap();
+        assert_eq!((bare.count, bare.first_timestamp), (None, None));
     }
 }

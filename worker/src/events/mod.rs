@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Resource;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 
 use correlator::{Correlated, EventCorrelator};
 
 use crate::api_errors;
+use crate::client::lean_writes::{self, WrittenEvent};
 use crate::clock::Clock;
 use crate::runtime::shard::{Epoch, ShardTable, WriteKind};
 
@@ -196,7 +197,6 @@ async fn record(
         Correlated::Patch { event, patch } => (event, Some(patch)),
     };
     let namespace = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-    let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
     for attempt in 1..=MAX_TRIES {
         // Checked before every attempt: a retry must not outlive the tenure either.
         let held = match shards.hold(&namespace, epoch, WriteKind::Event) {
@@ -206,11 +206,11 @@ async fn record(
                 return;
             }
         };
-        let written = write(&api, &event, patch.as_ref()).await;
+        let written = write(client, &namespace, &event, patch.as_ref()).await;
         drop(held);
         match written {
             Ok(written) => {
-                correlator.update_state(&written);
+                correlator.update_state(&as_written(event, written));
                 return;
             }
             Err(e) if api_errors::status(&e).is_some() => {
@@ -240,18 +240,43 @@ async fn record(
 /// Patches when the correlator asks for it; creates when it does not, or when the Event to patch
 /// is gone.
 async fn write(
-    api: &Api<Event>,
+    client: &kube::Client,
+    namespace: &str,
     event: &Event,
     patch: Option<&serde_json::Value>,
-) -> Result<Event, kube::Error> {
+) -> Result<WrittenEvent, kube::Error> {
     let name = event.metadata.name.as_deref().unwrap_or("");
     if let Some(patch) = patch {
-        match api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+        let patch = Patch::Strategic(patch);
+        match lean_writes::patch_answered::<Event, _, _>(
+            client,
+            namespace,
+            name,
+            &PatchParams::default(),
+            &patch,
+        )
+        .await
+        {
             Err(e) if api_errors::is_not_found(&e) => {}
             other => return other,
         }
     }
+    let post = PostParams::default();
+    if event.metadata.resource_version.is_none() {
+        return lean_writes::create_answered(client, namespace, &post, event).await;
+    }
     let mut fresh = event.clone();
     fresh.metadata.resource_version = None;
-    api.create(&PostParams::default(), &fresh).await
+    lean_writes::create_answered(client, namespace, &post, &fresh).await
+}
+
+/// The Event as the server wrote it, for the correlator (client-go's `updateState` of the
+/// answer): what the answer says of what the correlator keeps, the rest as sent, which the API
+/// server stores as it is.
+fn as_written(mut sent: Event, answer: WrittenEvent) -> Event {
+    sent.metadata.name = answer.metadata.name;
+    sent.metadata.resource_version = answer.metadata.resource_version;
+    sent.count = answer.count;
+    sent.first_timestamp = answer.first_timestamp;
+    sent
 }
