@@ -1,14 +1,22 @@
 //! The tokio runtime a worker runs on: how many threads, and how long a thread that has run out
-//! of work waits before it looks at its sockets and timers again.
+//! of work waits before it looks at its sockets and timers again (`--idle-wake-delay`, off by
+//! default).
 //!
 //! Under load a worker pays more for waking up than for the work a wake-up brings: each time its
 //! thread parks and an answer or a watch event wakes it, the kernel switches to it and its caches
 //! start cold, and on a busy node one request's worth of work is a few dozen microseconds. An
 //! idle thread that first waits a moment finds the answers and events that came in the meantime
 //! ready together, and handles them in one wake-up. A busy thread never waits: the delay applies
-//! only when there is nothing left to run. It adds at most the delay to a request's round trip
-//! when the worker was idle, which is small against the Job controller's one-second batching of
-//! pod events.
+//! only when there is nothing left to run.
+//!
+//! It is off by default: what it saves is small, and where the Event sink is busy it costs.
+//! Where wake-ups are dense and few Events are written (`bench-jobs`: 2,000-pod Jobs, whose
+//! Events the spam filter cuts to 25 each) a 2 ms wait gave 0.41 of 58d582c's CPU per pod
+//! lifecycle against 0.42 without it, in adjacent sittings. In `loadtest run million` (10-pod
+//! Jobs, an Event per pod) the same wait cost the workers 4% more CPU, let 25% fewer Events
+//! through and put a Job's first pod later (p99 7.4 s against 1.5 s): the Event sink, which
+//! writes one Event at a time, ran behind even with [`NoIdleWait`] held while it writes
+//! (docs/benchmarks.md, cut 10).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

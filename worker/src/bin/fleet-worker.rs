@@ -166,9 +166,10 @@ struct Args {
     runtime_threads: usize,
     /// How long a runtime thread that has run out of work waits before it looks at its sockets
     /// and timers again, so that answers and watch events arriving close together are handled in
-    /// one wake-up: less CPU per pod lifecycle under load, at most this much more on a round
-    /// trip that found the worker idle (docs/operations.md). 0s: no wait.
-    #[arg(long, env = "FLEET_IDLE_WAKE_DELAY", default_value = "2ms", value_parser = humantime::parse_duration)]
+    /// one wake-up. 0s (the default): no wait, as kube-controller-manager. A wait saved a little CPU
+    /// where wake-ups are dense and few Events are written; where the Event sink is busy it cost
+    /// more CPU, fewer Events and later pods (docs/operations.md).
+    #[arg(long, env = "FLEET_IDLE_WAKE_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
     idle_wake_delay: std::time::Duration,
     /// For tests only: `SPEED@ANCHOR` (e.g. `10@2026-11-26T08:00:00Z`) runs the controllers'
     /// clock SPEED times faster than the wall clock from the RFC 3339 time ANCHOR, so that a
