@@ -71,6 +71,14 @@ mod tests {
 
     use super::{NoIdleWait, build};
 
+    /// The count of held [`NoIdleWait`]s is the process's: under `cargo test`, which runs tests
+    /// on threads of one process, one test's hold would keep another's runtime from waiting.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn alone() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// How long the thread answering a round trip takes: long enough for the runtime, with
     /// nothing else to run, to reach its park first.
     const ANSWER_AFTER: Duration = Duration::from_millis(5);
@@ -94,6 +102,7 @@ mod tests {
 
     #[test]
     fn an_idle_thread_waits_the_delay_before_it_takes_new_work() {
+        let _alone = alone();
         let delay = Duration::from_millis(20);
         let runtime = build(1, delay).unwrap();
         let took = round_trips(&runtime, 10);
@@ -104,6 +113,7 @@ mod tests {
 
     #[test]
     fn a_thread_does_not_wait_while_a_round_trip_is_held_for() {
+        let _alone = alone();
         let delay = Duration::from_millis(200);
         let runtime = build(1, delay).unwrap();
         let _writing = NoIdleWait::hold();
@@ -113,6 +123,7 @@ mod tests {
 
     #[test]
     fn without_a_delay_a_thread_takes_new_work_as_it_comes() {
+        let _alone = alone();
         let runtime = build(1, Duration::ZERO).unwrap();
         // Generous: 20 round trips to a fresh OS thread, against the 2 s the delay of the test
         // above would make them take.
