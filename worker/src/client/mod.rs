@@ -4,6 +4,7 @@
 
 mod fenced_connections;
 pub mod lean_decode;
+pub mod lean_identity;
 pub mod lean_protobuf;
 pub mod lean_writes;
 mod lease_gate;

@@ -19,6 +19,7 @@ use super::index::{Index, Indexer};
 use super::key::ObjectKey;
 use super::recently_deleted::RecentlyDeleted;
 use super::trim::Cached;
+use crate::client::lean_identity::ObjectIdentity;
 use crate::runtime::shard::ShardTable;
 
 /// Which shards a store holds a complete list of.
@@ -249,6 +250,40 @@ impl<K: Cached> Store<K> {
         Some(old.is_none())
     }
 
+    /// Whether controllers write this kind into the store ([`Writes::Taken`]): only then can a
+    /// watch event be the echo of a version it holds already.
+    pub fn takes_writes(&self) -> bool {
+        self.deleted.is_some()
+    }
+
+    /// A watch brought the object `id` names. If the store holds that very version (the same
+    /// uid and resourceVersion: the echo of a controller's write, in through [`Store::wrote`])
+    /// and `serves` says the namespace is this watch's to feed, every handler is called as
+    /// [`Store::observe`] calls them for it, with the stored object as the event's, which is
+    /// the same version; the event need not be decoded. Returns whether it was such an echo.
+    pub fn observe_echo(&self, id: &ObjectIdentity, serves: impl Fn(&str) -> bool) -> bool {
+        let stored = {
+            let contents = self.contents.read();
+            if !serves(id.namespace) {
+                return false;
+            }
+            let held = contents.namespaces.get(id.namespace).and_then(|names| names.get(id.name));
+            match held {
+                Some(s)
+                    if s.meta().uid.as_deref() == Some(id.uid)
+                        && s.meta().resource_version.as_deref() == Some(id.resource_version) =>
+                {
+                    s.clone()
+                }
+                _ => return false,
+            }
+        };
+        for h in self.handlers().iter() {
+            h.applied(Some(&stored), &stored);
+        }
+        true
+    }
+
     /// A watch reported `obj` deleted. Returns whether the store held it.
     pub fn observe_deleted(&self, obj: &K, serves: impl Fn(&str) -> bool) -> bool {
         let key = ObjectKey::of(obj.meta());
@@ -452,6 +487,43 @@ mod tests {
         assert_eq!(store.get(&ObjectKey::new("ns", "p")).map(|p| rv(&p).to_string()), Some("9".into()));
         // A late answer older than what the store holds is not taken.
         assert!(!store.wrote(pod("ns", "p", "u", 8, None), &*writer));
+    }
+
+    fn identity<'a>(ns: &'a str, name: &'a str, uid: &'a str, rv: &'a str) -> ObjectIdentity<'a> {
+        ObjectIdentity { namespace: ns, name, uid, resource_version: rv }
+    }
+
+    #[test]
+    fn an_echo_taken_from_the_store_calls_the_handlers_as_the_decoded_event_would() {
+        // Two stores given the same write; one is shown its echo decoded, the other only the
+        // echo's identity.
+        let (decoded, decoded_writer, decoded_other, _) = store();
+        let (undecoded, undecoded_writer, undecoded_other, _) = store();
+        for (s, writer) in [(&decoded, &decoded_writer), (&undecoded, &undecoded_writer)] {
+            s.observe(pod("ns", "p", "u", 5, Some("j")), all);
+            assert!(s.wrote(pod("ns", "p", "u", 9, Some("j")), &**writer));
+        }
+        assert_eq!(decoded.observe(pod("ns", "p", "u", 9, Some("j")), all), Some(false));
+        assert!(undecoded.observe_echo(&identity("ns", "p", "u", "9"), all));
+        assert_eq!(undecoded_writer.take(), decoded_writer.take());
+        assert_eq!(undecoded_other.take(), decoded_other.take());
+        assert_eq!(undecoded.get(&ObjectKey::new("ns", "p")), decoded.get(&ObjectKey::new("ns", "p")));
+        assert_eq!(undecoded.by_index("job", "j"), decoded.by_index("job", "j"));
+
+        // Anything but that very version is decoded: another version, another object under the
+        // name, a name not held, a namespace the watch does not feed.
+        let (writer, other) = (&undecoded_writer, &undecoded_other);
+        for (id, serves) in [
+            (identity("ns", "p", "u", "10"), true),
+            (identity("ns", "p", "u", "8"), true),
+            (identity("ns", "p", "u2", "9"), true),
+            (identity("ns", "q", "u", "9"), true),
+            (identity("ns2", "p", "u", "9"), true),
+            (identity("ns", "p", "u", "9"), false),
+        ] {
+            assert!(!undecoded.observe_echo(&id, |_| serves), "{id:?} served: {serves}");
+        }
+        assert!(writer.take().is_empty() && other.take().is_empty(), "no handler was called");
     }
 
     #[test]

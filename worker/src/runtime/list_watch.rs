@@ -23,6 +23,7 @@ use kube::core::watch::{Bookmark, BookmarkMeta};
 use kube::core::{ObjectList, Status, TypeMeta};
 
 use crate::client::lean_decode::Lean;
+use crate::client::lean_identity::{ObjectIdentity, watched_identity};
 use crate::informer::Cached;
 use crate::informer::trim::ProtobufDecode;
 
@@ -225,6 +226,15 @@ fn is_resumable(error: &kube::Error) -> bool {
     error.to_string().contains("unexpected EOF during chunk")
 }
 
+/// What a watch brought: an event, or the echo of a version its store holds already.
+#[derive(Debug)]
+pub enum Seen<K> {
+    Event(WatchEvent<K>),
+    /// A JSON event whose object [`Events::next_unless_echo`]'s check took as the echo of a
+    /// version its store holds (and dealt with), stepped over undecoded; its resourceVersion.
+    Echo(u64),
+}
+
 impl<K: Cached> Events<K> {
     /// The events come in protobuf.
     pub fn protobuf(&self) -> bool {
@@ -234,9 +244,33 @@ impl<K: Cached> Events<K> {
     /// The next event; `None` when the server ended the watch.
     pub async fn next(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
         loop {
+            match self.next_unless_echo(None).await? {
+                Ok(Seen::Event(event)) => return Some(Ok(event)),
+                Ok(Seen::Echo(_)) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The next event, or the echo of one: before a JSON event is decoded, `echo` is shown the
+    /// identity of its object ([`watched_identity`]), and when it answers that it has dealt with
+    /// it (the store holds that very version), the rest of the event is stepped over. `None`
+    /// when the server ended the watch.
+    pub async fn next_unless_echo(
+        &mut self,
+        echo: Option<&(dyn Fn(&ObjectIdentity) -> bool + Sync)>,
+    ) -> Option<Result<Seen<K>, ListWatchError>> {
+        loop {
             if let Some(frame) = self.next_frame() {
+                if self.decode.is_none()
+                    && let Some(echo) = echo
+                    && let Some(identity) = watched_identity(&frame)
+                    && echo(&identity)
+                {
+                    return Some(Ok(Seen::Echo(identity.resource_version.parse().unwrap_or(0))));
+                }
                 match self.event(&frame) {
-                    Some(event) => return Some(event),
+                    Some(event) => return Some(event.map(Seen::Event)),
                     None => continue,
                 }
             }
@@ -365,15 +399,20 @@ mod tests {
         Request::new("/api/v1/namespaces/default/pods")
     }
 
-    /// A Job's two pods, which the sim runs to Succeeded, and a bare one with the TTL
-    /// annotation: every field the pod store keeps is set on one of them.
-    async fn pods_of_every_kind(client: &kube::Client) {
+    /// Job `j` in `default`, created.
+    async fn job_j(client: &kube::Client) -> Job {
         let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
         let job: Job =
             serde_json::from_value(json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {
             "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}))
             .expect("a job");
-        let job = jobs.create(&PostParams::default(), &job).await.expect("job created");
+        jobs.create(&PostParams::default(), &job).await.expect("job created")
+    }
+
+    /// A Job's two pods, which the sim runs to Succeeded, and a bare one with the TTL
+    /// annotation: every field the pod store keeps is set on one of them.
+    async fn pods_of_every_kind(client: &kube::Client) {
+        let job = job_j(client).await;
         let uid = job.metadata.uid.expect("a uid");
         let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
         for (name, owned) in [("j-0", true), ("j-1", true), ("bare", false)] {
@@ -577,6 +616,87 @@ mod tests {
         assert_eq!(page.resource_version.as_deref(), Some("7"));
         assert_eq!(page.items.len(), 1);
         assert_eq!(page.items[0].metadata.name.as_deref(), Some("p"));
+    }
+
+    /// Counts what a handler is told.
+    #[derive(Default)]
+    struct Calls(std::sync::atomic::AtomicUsize);
+
+    impl crate::informer::Handler<Job> for Calls {
+        fn applied(&self, _: Option<&std::sync::Arc<Job>>, _: &std::sync::Arc<Job>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn deleted(&self, _: &std::sync::Arc<Job>) {}
+    }
+
+    #[tokio::test]
+    async fn the_echo_of_a_status_written_into_the_store_is_not_decoded_and_the_next_change_is() {
+        use crate::informer::{Store, Writes};
+        use crate::runtime::shard::ShardTable;
+        use crate::shards::ShardSpace;
+
+        let sim = SimCluster::start(SimConfig::default()).await.expect("sim");
+        let client =
+            kube::Client::try_from(kube::Config::new(sim.url().parse().expect("url"))).expect("client");
+        let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+        let created = job_j(&client).await;
+        let created_rv = created.metadata.resource_version.clone().expect("a version");
+
+        let store: Store<Job> =
+            Store::new(ShardTable::all_active(ShardSpace::new(4).expect("shards")), &[], Writes::Taken);
+        let (writer, other) = (std::sync::Arc::new(Calls::default()), std::sync::Arc::new(Calls::default()));
+        store.add_handler(writer.clone());
+        store.add_handler(other.clone());
+        store.observe(created.clone(), |_| true);
+        // The controller's write, into the store from its answer; then a change of someone else's.
+        let mut with_status = created.clone();
+        with_status.status = Some(serde_json::from_value(json!({"active": 1})).expect("a status"));
+        let written =
+            jobs.replace_status("j", &PostParams::default(), &with_status).await.expect("status written");
+        let written_rv: u64 =
+            written.metadata.resource_version.as_deref().expect("a version").parse().expect("n");
+        assert!(store.wrote(written, &*writer));
+        let labelled = jobs
+            .patch(
+                "j",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+            )
+            .await
+            .expect("labelled");
+        let calls = |c: &Calls| c.0.load(std::sync::atomic::Ordering::Relaxed);
+        let (writer_before, other_before) = (calls(&writer), calls(&other));
+
+        let wp = kube::api::WatchParams::default().timeout(60);
+        let request = Request::new("/apis/batch/v1/namespaces/default/jobs")
+            .watch(&wp, &created_rv)
+            .expect("a request");
+        let mut events: Events<Job> = watch(&client, request, ContentType::Protobuf).await.expect("watching");
+        assert!(!events.protobuf(), "Jobs are read in JSON");
+        let echo = |id: &ObjectIdentity| store.observe_echo(id, |_| true);
+        let mut next = async || {
+            tokio::time::timeout(DEADLINE, events.next_unless_echo(Some(&echo)))
+                .await
+                .expect("an event in time")
+                .expect("the watch goes on")
+                .expect("an event")
+        };
+        match next().await {
+            Seen::Echo(rv) => assert_eq!(rv, written_rv),
+            Seen::Event(e) => panic!("the status write came back decoded: {e:?}"),
+        }
+        assert_eq!(
+            (calls(&writer), calls(&other)),
+            (writer_before + 1, other_before + 1),
+            "handlers called as for the event"
+        );
+        match next().await {
+            Seen::Event(WatchEvent::Modified(job)) => {
+                assert_eq!(job.metadata.resource_version, labelled.metadata.resource_version);
+                assert_eq!(job.metadata.labels, labelled.metadata.labels);
+            }
+            other => panic!("the label change was not decoded: {other:?}"),
+        }
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! Lists and events are read in protobuf or JSON ([`list_watch`]), decoded only as far as the
 //! stores keep them: in JSON through [`Lean`](crate::client::lean_decode::Lean), which steps over
 //! `managedFields` and the rest the stores' trim drops rather than building and freeing them.
+//! The echo of a controller's own write (a JSON event of the very version its store took from
+//! the write's answer) is not decoded at all: its identity is read first
+//! ([`lean_identity`](crate::client::lean_identity)), and the store calls the handlers with what
+//! it holds ([`Store::observe_echo`](crate::informer::Store::observe_echo)).
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -18,8 +22,9 @@ use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::core::Request;
 use tokio::sync::Notify;
 
-use super::list_watch::{self, ContentType};
+use super::list_watch::{self, ContentType, Seen};
 use super::shard::ShardTable;
+use crate::client::lean_identity::ObjectIdentity;
 use crate::informer::{Cached, ObjectKey, Store};
 use crate::retry::RetryBackoff;
 
@@ -211,6 +216,10 @@ async fn run<K: Cached>(
     let kind = K::kind(&()).to_string();
     let request = Request::new(K::url_path(&(), None));
     let serves = |namespace: &str| scope.serves(namespace);
+    // The echoes of the controllers' own writes are dealt with from the store, undecoded.
+    let observe_echo = |id: &ObjectIdentity| store.observe_echo(id, serves);
+    let echo: Option<&(dyn Fn(&ObjectIdentity) -> bool + Sync)> =
+        store.takes_writes().then_some(&observe_echo);
     // Objects of this watch's shards in the store, as far as its own events tell.
     let mut objects: usize;
     let advance = |rv: u64, listed: bool, objects: usize| {
@@ -291,30 +300,34 @@ async fn run<K: Cached>(
             watch_backoff.reset();
             loop {
                 let event = tokio::select! {
-                    e = events.next() => e,
+                    e = events.next_unless_echo(echo) => e,
                     _ = relist.notified() => break 'watch,
                 };
                 match event {
                     None => continue 'watch,
-                    Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                    Some(Ok(Seen::Echo(echo_rv))) => {
+                        rv = rv.max(echo_rv);
+                        advance(rv, false, objects);
+                    }
+                    Some(Ok(Seen::Event(WatchEvent::Added(obj) | WatchEvent::Modified(obj)))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe(obj, serves) == Some(true) {
                             objects += 1;
                         }
                         advance(rv, false, objects);
                     }
-                    Some(Ok(WatchEvent::Deleted(obj))) => {
+                    Some(Ok(Seen::Event(WatchEvent::Deleted(obj)))) => {
                         rv = rv.max(rv_of(obj.meta().resource_version.as_deref()));
                         if store.observe_deleted(&obj, serves) {
                             objects = objects.saturating_sub(1);
                         }
                         advance(rv, false, objects);
                     }
-                    Some(Ok(WatchEvent::Bookmark(b))) => {
+                    Some(Ok(Seen::Event(WatchEvent::Bookmark(b)))) => {
                         rv = rv.max(rv_of(Some(&b.metadata.resource_version)));
                         advance(rv, false, objects);
                     }
-                    Some(Ok(WatchEvent::Error(status))) => {
+                    Some(Ok(Seen::Event(WatchEvent::Error(status)))) => {
                         if status.code != 410 {
                             tracing::warn!(kind = %kind, message = %status.message, "watch error; listing again");
                         }
