@@ -1,7 +1,6 @@
 //! The batchfleet worker: the shard runtime plus the Job, CronJob and TTL-after-finished
 //! reconcilers, each a pure decision core and a thin I/O shell.
 
-pub mod allocator;
 pub mod api_errors;
 pub mod client;
 pub mod clock;

@@ -28,12 +28,7 @@ enum ApiOrder {
 }
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "fleet-worker",
-    version,
-    after_help = "Environment also read: MIMALLOC_PURGE_DELAY, in milliseconds, how long freed memory is kept \
-                  before it goes back to the OS (default here 10000; 0 at once, -1 never; docs/operations.md#sizing)."
-)]
+#[command(name = "fleet-worker", version)]
 struct Args {
     /// Own every shard, with no coordinator.
     #[arg(long, env = "FLEET_STANDALONE")]
@@ -207,7 +202,6 @@ fn host_name() -> Option<String> {
 }
 
 fn main() -> ExitCode {
-    batchfleet_worker::allocator::default_purge_delay(batchfleet_worker::allocator::DEFAULT_PURGE_DELAY);
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
