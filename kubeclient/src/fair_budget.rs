@@ -252,6 +252,22 @@ pub struct FairRateLimited<S: Service<Request>> {
     metrics: ClientMetrics,
 }
 
+impl<S> Clone for FairRateLimited<S>
+where
+    S: Service<Request>,
+    S::Future: Send + 'static,
+{
+    /// A clone shares the budget and the buffer below it.
+    fn clone(&self) -> Self {
+        Self {
+            below: self.below.clone(),
+            budget: self.budget.clone(),
+            host: self.host.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
 impl<S> Service<Request> for FairRateLimited<S>
 where
     S: Service<Request> + Send + 'static,

@@ -54,7 +54,7 @@ impl<S: Clone> Clone for InFlight<S> {
     }
 }
 
-type Acquiring = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+type Acquiring = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send + Sync>>;
 
 pub struct InFlight<S> {
     inner: S,

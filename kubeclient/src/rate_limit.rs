@@ -82,6 +82,20 @@ pub struct RateLimited<S> {
     waited: Option<Duration>,
 }
 
+impl<S: Clone> Clone for RateLimited<S> {
+    /// A clone takes its next token on its own, from the same bucket.
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            bucket: self.bucket.clone(),
+            host: self.host.clone(),
+            metrics: self.metrics.clone(),
+            sleep: None,
+            waited: None,
+        }
+    }
+}
+
 impl<S, B> Service<http::Request<B>> for RateLimited<S>
 where
     S: Service<http::Request<B>>,

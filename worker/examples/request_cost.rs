@@ -1,15 +1,18 @@
 //! CPU per write request, one at a time, as the worker's Event sink sends them: the worker's
-//! client (`lean_writes::create` through kube's `Client` and the worker's layers, HTTP/1.1)
-//! against a bare hyper client sending the same bytes, both to a canned server on another thread
-//! that answers every request with a pod. The figure is the client thread's CPU (it runs the
-//! connections' tasks too), so the difference is what the worker's request path adds; the rest
-//! is what any client pays per round trip (the socket writes, the wake-ups). docs/benchmarks.md.
+//! client (`lean_writes::create` on the worker's layers, HTTP/1.1), the same through kube's
+//! `Client` (its queue, as the worker wrote before cut 14), and a bare hyper client sending the
+//! same bytes, all to a canned server on another thread that answers every request with a pod.
+//! The figure is the client thread's CPU (it runs the connections' tasks too), so the difference
+//! is what the worker's request path adds; the rest is what any client pays per round trip (the
+//! socket writes, the wake-ups). docs/benchmarks.md.
 //!
 //!     cargo run --release -p batchfleet-worker --example request_cost -- 20000
 
 use std::time::Duration;
 
-use batchfleet_worker::client::{self, ApiProtocol, ClientLimits, LeaseDeadline, TokenOrder, lean_writes};
+use batchfleet_worker::client::{
+    self, ApiProtocol, ApiWrites, ClientLimits, LeaseDeadline, TokenOrder, lean_writes,
+};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -70,9 +73,9 @@ fn main() {
     .unwrap();
     rt.block_on(async {
         for round in 0..3 {
-            // the worker's client
+            // the worker's client, and the same through kube's `Client`
             let config = kube::Config::new(url.parse().unwrap());
-            let kc = client::ordered_from_config(
+            let kc = client::ordered_clients(
                 config,
                 ClientLimits::UNLIMITED,
                 Some(LeaseDeadline::default()),
@@ -80,17 +83,24 @@ fn main() {
                 ApiProtocol::Http1,
             )
             .unwrap();
+            let queued = ApiWrites::through(kc.kube.clone());
             let pp = kube::api::PostParams::default();
-            for _ in 0..200 {
-                lean_writes::create(&kc, "ns", &pp, &pod).await.unwrap();
+            let mut per_request = Vec::new();
+            for writes in [&kc.writes, &queued] {
+                for _ in 0..200 {
+                    lean_writes::create(writes, "ns", &pp, &pod).await.unwrap();
+                }
+                let t = thread_cpu_ns();
+                let w = std::time::Instant::now();
+                for _ in 0..n {
+                    lean_writes::create(writes, "ns", &pp, &pod).await.unwrap();
+                }
+                per_request.push((
+                    (thread_cpu_ns() - t) as f64 / n as f64 / 1000.0,
+                    w.elapsed().as_secs_f64() * 1e6 / n as f64,
+                ));
             }
-            let t = thread_cpu_ns();
-            let w = std::time::Instant::now();
-            for _ in 0..n {
-                lean_writes::create(&kc, "ns", &pp, &pod).await.unwrap();
-            }
-            let worker = (thread_cpu_ns() - t) as f64 / n as f64 / 1000.0;
-            let worker_wall = w.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let [(worker, worker_wall), (queued, queued_wall)] = per_request[..] else { unreachable!() };
 
             // raw hyper
             let raw: hyper_util::client::legacy::Client<_, http_body_util::Full<bytes::Bytes>> =
@@ -111,7 +121,7 @@ fn main() {
             let hyper = (thread_cpu_ns() - t) as f64 / n as f64 / 1000.0;
             let hyper_wall = w.elapsed().as_secs_f64() * 1e6 / n as f64;
             println!(
-                "round {round}: worker client {worker:.1} µs CPU ({worker_wall:.1} wall), raw hyper {hyper:.1} µs CPU ({hyper_wall:.1} wall) per request"
+                "round {round}: worker client {worker:.1} µs CPU ({worker_wall:.1} wall), through kube's Client {queued:.1} ({queued_wall:.1}), raw hyper {hyper:.1} µs CPU ({hyper_wall:.1} wall) per request"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -236,11 +236,11 @@ pub async fn start(opts: WorkerOptions) -> Result<Worker, StartError> {
 #[derive(Clone)]
 pub struct Clients {
     /// The controllers' reads and writes, and their events.
-    pub controllers: kube::Client,
+    pub controllers: client::ApiClient,
     /// The shard watches: their LISTs and WATCHes.
     pub informers: kube::Client,
     /// The controllers with a budget of their own (`--kube-api-qps-<controller>`), by name.
-    pub own_budgets: BTreeMap<&'static str, kube::Client>,
+    pub own_budgets: BTreeMap<&'static str, client::ApiClient>,
 }
 
 impl Clients {
@@ -268,7 +268,7 @@ impl Clients {
         budget: &str,
         limits: ClientLimits,
         deadline: Option<client::LeaseDeadline>,
-    ) -> Result<kube::Client, StartError> {
+    ) -> Result<client::ApiClient, StartError> {
         let order = if opts.api_fairness {
             client::TokenOrder::Fair(budget.to_string())
         } else {
@@ -302,7 +302,7 @@ impl Clients {
 
     /// One client for both (tests, with the sim cluster).
     pub fn shared(client: kube::Client) -> Self {
-        Self { controllers: client.clone(), informers: client, own_budgets: BTreeMap::new() }
+        Self { controllers: client.clone().into(), informers: client, own_budgets: BTreeMap::new() }
     }
 }
 
@@ -412,7 +412,7 @@ pub async fn start_on_shards_with(
     let (ttl_events, record_ttl_events) =
         EventSink::new(client.clone(), "ttl-after-finished-controller", shards.clone(), opts.clock.clone());
     let pod_ttl = PodTtlController::new(
-        client.clone(),
+        client.kube.clone(),
         informers.pods.clone(),
         &registry,
         PodTtlParts {
@@ -454,7 +454,7 @@ pub async fn start_on_shards_with(
                 opts.clock.clone(),
             );
             let sweeper = FinalizerSweeper::new(
-                client.clone(),
+                client.kube.clone(),
                 &informers,
                 shards.clone(),
                 sweep_events,

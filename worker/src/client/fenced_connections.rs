@@ -36,9 +36,9 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::{Connect, Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use kube::client::retry::RetryPolicy;
-use kube::client::{Body, ClientBuilder, ConfigExt, DynBody};
+use kube::client::{Body, ConfigExt, DynBody};
 use tower::retry::RetryLayer;
-use tower::util::BoxService;
+use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 
 use super::{ApiProtocol, LeaseDeadline, LeaseLapsed};
@@ -47,16 +47,17 @@ use super::{ApiProtocol, LeaseDeadline, LeaseLapsed};
 const HTTP2_READ_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// kube-client's boxed service, as its own builder makes it.
-type GenericService = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
+/// kube-client's boxed service, as its own builder makes it, but cloneable: the worker's writes
+/// call their own clone of it rather than queueing for kube's `Buffer` ([`super::ApiWrites`]).
+pub(super) type ApiService = BoxCloneSyncService<Request<Body>, Response<Box<DynBody>>, BoxError>;
 
-/// A [`ClientBuilder`] for `config` whose writes go out only while `deadline` allows (always,
-/// with the default deadline), speaking `protocol`.
-pub(super) fn client_builder(
+/// The service for `config` whose writes go out only while `deadline` allows (always, with the
+/// default deadline), speaking `protocol`.
+pub(super) fn service(
     config: &kube::Config,
     deadline: LeaseDeadline,
     protocol: ApiProtocol,
-) -> Result<ClientBuilder<GenericService>, kube::Error> {
+) -> Result<ApiService, kube::Error> {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
     // As Go sets it on every TCP connection (client-go's too): an HTTP/2 connection carries
@@ -75,9 +76,8 @@ pub(super) fn client_builder(
         .map_response(|response: Response<hyper::body::Incoming>| {
             response
                 .map(|body| Box::new(http_body_util::BodyExt::map_err(body, BoxError::from)) as Box<DynBody>)
-        })
-        .boxed();
-    Ok(ClientBuilder::new(service, config.default_namespace.clone()))
+        });
+    Ok(BoxCloneSyncService::new(service))
 }
 
 /// A hyper client over `tcp` with `config`'s TLS and timeouts, as kube-client makes it, but

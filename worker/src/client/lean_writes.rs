@@ -6,11 +6,12 @@
 //! them, `managedFields` never built ([`Lean`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Resource;
 use kube::core::Request;
-use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::ApiWrites;
 use super::lean_decode::Lean;
 use crate::informer::Cached;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -67,7 +68,12 @@ fn body<T: Serialize>(data: &T) -> kube::Result<Vec<u8>> {
 }
 
 /// `Api::create`, answered with what [`Written`] reads.
-pub async fn create<K>(client: &Client, namespace: &str, pp: &PostParams, data: &K) -> kube::Result<Written>
+pub async fn create<K>(
+    client: &ApiWrites,
+    namespace: &str,
+    pp: &PostParams,
+    data: &K,
+) -> kube::Result<Written>
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
@@ -76,7 +82,7 @@ where
 
 /// `Api::create`, answered with what `A` reads of the object created.
 pub async fn create_answered<K, A>(
-    client: &Client,
+    client: &ApiWrites,
     namespace: &str,
     pp: &PostParams,
     data: &K,
@@ -92,7 +98,7 @@ where
 
 /// `Api::patch`, answered with what [`Written`] reads.
 pub async fn patch<K, P>(
-    client: &Client,
+    client: &ApiWrites,
     namespace: &str,
     name: &str,
     pp: &PatchParams,
@@ -107,7 +113,7 @@ where
 
 /// `Api::patch`, answered with what `A` reads of the object patched.
 pub async fn patch_answered<K, P, A>(
-    client: &Client,
+    client: &ApiWrites,
     namespace: &str,
     name: &str,
     pp: &PatchParams,
@@ -126,7 +132,7 @@ where
 /// `Api::delete`, answered with what [`Written`] reads (a `Status` or the object as the delete
 /// left it), decoded once rather than kube's twice.
 pub async fn delete<K>(
-    client: &Client,
+    client: &ApiWrites,
     namespace: &str,
     name: &str,
     dp: &DeleteParams,
@@ -140,7 +146,12 @@ where
 }
 
 /// `Api::create`, answered with the object created, without its `managedFields`.
-pub async fn create_whole<K>(client: &Client, namespace: &str, pp: &PostParams, data: &K) -> kube::Result<K>
+pub async fn create_whole<K>(
+    client: &ApiWrites,
+    namespace: &str,
+    pp: &PostParams,
+    data: &K,
+) -> kube::Result<K>
 where
     K: Cached + Serialize,
 {
@@ -151,7 +162,7 @@ where
 
 /// `Api::replace_status`, answered with the object written, without its `managedFields`.
 pub async fn replace_status_whole<K>(
-    client: &Client,
+    client: &ApiWrites,
     namespace: &str,
     name: &str,
     pp: &PostParams,

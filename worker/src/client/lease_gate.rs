@@ -57,6 +57,7 @@ impl<S> Layer<S> for LeaseGateLayer {
     }
 }
 
+#[derive(Clone)]
 pub struct LeaseGated<S> {
     inner: S,
     deadline: LeaseDeadline,

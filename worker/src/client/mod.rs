@@ -2,6 +2,7 @@
 //! limits on the API load (client-go's rate limit and a cap on requests in flight). A fleet
 //! worker's client for its controllers is also fenced by its lease ([`LeaseDeadline`]).
 
+mod api_writes;
 mod fenced_connections;
 pub mod lean_decode;
 pub mod lean_identity;
@@ -15,6 +16,7 @@ mod test_server;
 
 use std::path::Path;
 
+pub use api_writes::ApiWrites;
 pub use batchfleet_kube_client::{
     ClientError, ClientLimits, ClientMetrics, RequestMetricsLayer, load_config, with_user_agent,
 };
@@ -23,6 +25,21 @@ pub use lease_gate::{LeaseDeadline, LeaseGateLayer, LeaseGated, LeaseLapsed, Lea
 /// The User-Agent a worker sends on every request: `fleet-worker/0.1.0 (w-1)`.
 pub fn user_agent(worker_id: &str) -> String {
     batchfleet_kube_client::user_agent("fleet-worker", worker_id)
+}
+
+/// A controller's client: kube's, for its reads and kube's typed API, and [`ApiWrites`] on the
+/// same stack (the same connections, limits, lease gate and metrics) for its writes.
+#[derive(Clone)]
+pub struct ApiClient {
+    pub kube: kube::Client,
+    pub writes: ApiWrites,
+}
+
+impl From<kube::Client> for ApiClient {
+    /// Writes through `kube` ([`ApiWrites::through`]).
+    fn from(kube: kube::Client) -> Self {
+        Self { writes: ApiWrites::through(kube.clone()), kube }
+    }
 }
 
 /// The order in which a client's requests get their tokens once they have to wait for them.
@@ -55,7 +72,7 @@ pub async fn build(
     user_agent: &str,
     protocol: ApiProtocol,
 ) -> Result<kube::Client, ClientError> {
-    build_fenced(kubeconfig, limit, user_agent, None, &TokenOrder::Arrival, protocol).await
+    Ok(build_fenced(kubeconfig, limit, user_agent, None, &TokenOrder::Arrival, protocol).await?.kube)
 }
 
 /// [`build`], with writes refused once `deadline` passed ([`LeaseGateLayer`]), and tokens
@@ -67,9 +84,9 @@ pub async fn build_fenced(
     deadline: Option<LeaseDeadline>,
     order: &TokenOrder,
     protocol: ApiProtocol,
-) -> Result<kube::Client, ClientError> {
+) -> Result<ApiClient, ClientError> {
     let config = load_config(kubeconfig).await?;
-    ordered_from_config(with_user_agent(config, user_agent)?, limit, deadline, order, protocol)
+    ordered_clients(with_user_agent(config, user_agent)?, limit, deadline, order, protocol)
 }
 
 /// A client for `config` with the limits: the rate limit first, then the cap on requests in
@@ -100,7 +117,19 @@ pub fn ordered_from_config(
     order: &TokenOrder,
     protocol: ApiProtocol,
 ) -> Result<kube::Client, ClientError> {
-    use tower::util::{Either, option_layer};
+    Ok(ordered_clients(config, limit, deadline, order, protocol)?.kube)
+}
+
+/// [`ordered_from_config`], with its writes' handle on the same stack.
+pub fn ordered_clients(
+    config: kube::Config,
+    limit: ClientLimits,
+    deadline: Option<LeaseDeadline>,
+    order: &TokenOrder,
+    protocol: ApiProtocol,
+) -> Result<ApiClient, ClientError> {
+    use tower::ServiceExt;
+    use tower::util::Either;
     let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
     let in_flight = limit.in_flight(&host, ClientMetrics::global());
     let rate = match order {
@@ -110,14 +139,20 @@ pub fn ordered_from_config(
         }
     };
     // Without a deadline the writes' connections are always open.
-    let builder =
-        fenced_connections::client_builder(&config, deadline.clone().unwrap_or_default(), protocol)?;
-    Ok(builder
-        .with_layer(&option_layer(deadline.map(LeaseGateLayer::new)))
-        .with_layer(&option_layer(in_flight))
-        .with_layer(&option_layer(rate))
-        .with_layer(&RequestMetricsLayer::new(&host, ClientMetrics::global().clone()))
-        .build())
+    let below = fenced_connections::service(&config, deadline.clone().unwrap_or_default(), protocol)?;
+    // The outermost layer first: the metrics around the limits, so a request's duration includes
+    // its waits; the lease checked after them, when the request is let go.
+    let service = tower::ServiceBuilder::new()
+        .layer(RequestMetricsLayer::new(&host, ClientMetrics::global().clone()))
+        .option_layer(rate)
+        .option_layer(in_flight)
+        .option_layer(deadline.map(LeaseGateLayer::new))
+        .service(below)
+        .map_err(tower::BoxError::from)
+        .map_response(|response| response.map(|body| Box::new(body) as Box<kube::client::DynBody>));
+    let service = tower::util::BoxCloneSyncService::new(service);
+    let kube = kube::Client::new(service.clone(), config.default_namespace.clone());
+    Ok(ApiClient { kube, writes: ApiWrites::new(service) })
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ use crate::runtime::write::{Fence, WriteError};
 
 pub struct CronJobController {
     client: kube::Client,
+    /// The same client's writes ([`crate::client::ApiWrites`]).
+    writes: crate::client::ApiWrites,
     cronjobs: Arc<Store<CronJob>>,
     /// Read by the name of their controller reference, which the core matches CronJobs by.
     jobs: Arc<Store<Job>>,
@@ -50,7 +52,7 @@ fn write_error(e: WriteError) -> ApiError {
 impl CronJobController {
     #[allow(clippy::too_many_arguments)] // the shell's collaborators, each named at the one call
     pub fn new(
-        client: kube::Client,
+        client: impl Into<crate::client::ApiClient>,
         informers: &Informers,
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
@@ -69,8 +71,10 @@ impl CronJobController {
         )?;
         registry.register(Box::new(skew.clone()))?;
         let signals = CronJobSignals::register(registry)?;
+        let crate::client::ApiClient { kube: client, writes } = client.into();
         let this = Arc::new(Self {
             client,
+            writes,
             cronjobs: informers.cronjobs.clone(),
             jobs: informers.jobs.clone(),
             queue,
@@ -203,7 +207,7 @@ impl CronJobController {
                 Next::CreateJob(c) => {
                     let pp = PostParams::default();
                     let r = fence
-                        .send_object(lean_writes::create_whole(&self.client, &c.namespace, &pp, &*c.job))
+                        .send_object(lean_writes::create_whole(&self.writes, &c.namespace, &pp, &*c.job))
                         .await
                         .map_err(write_error);
                     drop(before_create.take());
@@ -223,7 +227,7 @@ impl CronJobController {
                     let pp = PostParams::default();
                     let r = fence
                         .send_object(lean_writes::replace_status_whole(
-                            &self.client,
+                            &self.writes,
                             &ns,
                             &name,
                             &pp,

@@ -24,6 +24,7 @@ use correlator::{Correlated, EventCorrelator};
 
 use crate::api_errors;
 use crate::client::lean_writes::{self, WrittenEvent};
+use crate::client::{ApiClient, ApiWrites};
 use crate::clock::Clock;
 use crate::runtime::shard::{Epoch, ShardTable, WriteKind};
 
@@ -144,7 +145,7 @@ impl EventSink {
     /// A sink for `component` (upstream's `EventSource.Component`, e.g. "job-controller") and the
     /// task that writes its events, fenced by `shards`, timed by `clock`.
     pub fn new(
-        client: kube::Client,
+        client: impl Into<ApiClient>,
         component: &str,
         shards: ShardTable,
         clock: Arc<dyn Clock>,
@@ -152,6 +153,7 @@ impl EventSink {
         let (tx, mut rx) = mpsc::channel::<Queued>(BUFFER);
         let source = EventSource { component: Some(component.to_string()), host: None };
         let (fence, now) = (shards.clone(), clock.clone());
+        let client = client.into().writes;
         let task = async move {
             let mut correlator = EventCorrelator::new();
             while let Some(Queued { event, epoch }) = rx.recv().await {
@@ -184,7 +186,7 @@ impl EventSink {
 /// client-go `recordToSink`: correlate, then patch the existing Event or create a new one;
 /// transport failures are retried, rejections are not.
 async fn record(
-    client: &kube::Client,
+    client: &ApiWrites,
     shards: &ShardTable,
     epoch: Epoch,
     correlator: &mut EventCorrelator,
@@ -240,7 +242,7 @@ async fn record(
 /// Patches when the correlator asks for it; creates when it does not, or when the Event to patch
 /// is gone.
 async fn write(
-    client: &kube::Client,
+    client: &ApiWrites,
     namespace: &str,
     event: &Event,
     patch: Option<&serde_json::Value>,

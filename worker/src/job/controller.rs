@@ -36,6 +36,8 @@ pub struct JobQueues {
 
 pub struct JobController {
     client: kube::Client,
+    /// The same client's writes ([`crate::client::ApiWrites`]).
+    writes: crate::client::ApiWrites,
     /// The worker's Jobs and pods; workers wait for both to sync, as upstream waits for its
     /// informers, so no sync acts on a half-filled store.
     jobs: Arc<Store<Job>>,
@@ -65,7 +67,7 @@ pub struct JobController {
 impl JobController {
     #[allow(clippy::too_many_arguments)] // the shell's collaborators, each named at the one call
     pub fn new(
-        client: kube::Client,
+        client: impl Into<crate::client::ApiClient>,
         informers: &crate::informer::Informers,
         config: Config,
         metrics: JobMetrics,
@@ -74,8 +76,10 @@ impl JobController {
         shards: ShardTable,
         clock: Arc<dyn Clock>,
     ) -> Arc<Self> {
+        let crate::client::ApiClient { kube: client, writes } = client.into();
         let this = Arc::new(Self {
             client,
+            writes,
             jobs: informers.jobs.clone(),
             pods: informers.pods.clone(),
             queue: queues.jobs,
@@ -309,7 +313,7 @@ impl JobController {
         let fence = self.fence(&key.namespace, epoch);
         let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
         let params = PatchParams::default();
-        let write = lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &key.name, &params, &patch);
+        let write = lean_writes::patch::<Pod, _>(&self.writes, &key.namespace, &key.name, &params, &patch);
         match fence.send_written(write).await {
             Ok(_) => {
                 // No event upstream either; the log says where a stray pod's finalizer went.
@@ -505,7 +509,7 @@ impl JobController {
         let name = job.metadata.name.clone().unwrap_or_default();
         let written = fence
             .send_object(lean_writes::replace_status_whole(
-                &self.client,
+                &self.writes,
                 &ns,
                 &name,
                 &PostParams::default(),
@@ -542,7 +546,7 @@ impl JobController {
                 let pp = PostParams::default();
                 for batch in &plan.batches {
                     let results = futures::future::join_all(plan.pods[batch.clone()].iter().map(|p| {
-                        fence.send_written(lean_writes::create(&self.client, &key.namespace, &pp, p))
+                        fence.send_written(lean_writes::create(&self.writes, &key.namespace, &pp, p))
                     }))
                     .await;
                     let mut failed = false;
@@ -581,7 +585,7 @@ impl JobController {
         if remove_finalizer_first {
             let patch = Patch::Strategic(core::remove_tracking_finalizer_patch());
             let params = PatchParams::default();
-            let write = lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &r.name, &params, &patch);
+            let write = lean_writes::patch::<Pod, _>(&self.writes, &key.namespace, &r.name, &params, &patch);
             match fence.send_written(write).await {
                 Ok(_) => {}
                 Err(e) if e.is_not_found() => {
@@ -595,7 +599,7 @@ impl JobController {
             }
         }
         let dp = DeleteParams::default();
-        let delete = lean_writes::delete::<Pod>(&self.client, &key.namespace, &r.name, &dp);
+        let delete = lean_writes::delete::<Pod>(&self.writes, &key.namespace, &r.name, &dp);
         match fence.send_written(delete).await {
             Ok(_) => DeleteOutcome::Deleted,
             Err(e) if e.is_not_found() => {
@@ -625,7 +629,7 @@ impl JobController {
             let (patch, params) = (&patch, &params);
             async move {
                 let write =
-                    lean_writes::patch::<Pod, _>(&self.client, &key.namespace, &p.name, params, patch);
+                    lean_writes::patch::<Pod, _>(&self.writes, &key.namespace, &p.name, params, patch);
                 match fence.send_written(write).await {
                     Ok(_) => FinalizerRemoval::Removed,
                     Err(e) if e.is_not_found() => {

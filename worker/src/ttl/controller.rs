@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
+use kube::Resource;
+use kube::api::{DeleteParams, GetParams, Preconditions, PropagationPolicy};
 use prometheus::{Histogram, HistogramOpts, Registry};
 
 use super::core::{self, DELETION_DURATION_BUCKETS, TtlDecision};
 use super::smoothing::{Kind, Smoothing};
 use crate::api_errors;
+use crate::client::lean_decode::Lean;
+use crate::client::{ApiClient, ApiWrites, lean_writes};
 use crate::clock::Clock;
 use crate::informer::{Handler, ObjectKey, Store};
 use crate::runtime::reconcile::{self, Verdict};
@@ -22,6 +25,8 @@ use crate::runtime::write::{Fence, WriteError};
 
 pub struct TtlController {
     client: kube::Client,
+    /// The same client's writes ([`crate::client::ApiWrites`]).
+    writes: ApiWrites,
     jobs: Arc<Store<Job>>,
     queue: WorkQueue<ObjectKey>,
     deletion_duration: Histogram,
@@ -32,7 +37,7 @@ pub struct TtlController {
 
 impl TtlController {
     pub fn new(
-        client: kube::Client,
+        client: impl Into<ApiClient>,
         jobs: Arc<Store<Job>>,
         registry: &Registry,
         queue: WorkQueue<ObjectKey>,
@@ -49,7 +54,9 @@ impl TtlController {
             .buckets(DELETION_DURATION_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(deletion_duration.clone()))?;
-        let this = Arc::new(Self { client, jobs, queue, deletion_duration, shards, clock, smoothing });
+        let ApiClient { kube: client, writes } = client.into();
+        let this =
+            Arc::new(Self { client, writes, jobs, queue, deletion_duration, shards, clock, smoothing });
         // A shard that becomes Active here: look again at its finished Jobs, and no others.
         let weak = Arc::downgrade(&this);
         this.shards.on_activate(Arc::new(move |shard| {
@@ -118,8 +125,7 @@ impl TtlController {
             }
         }
         // The cache may be stale: re-check against the API server before deleting.
-        let api: Api<Job> = Api::namespaced(self.client.clone(), &key.namespace);
-        let fresh = match api.get(&key.name).await {
+        let fresh = match get_fresh(&self.client, key).await {
             Ok(j) => j,
             Err(e) if api_errors::is_not_found(&e) => return Ok(None),
             Err(e) => return Err(ProcessError::Api(e)),
@@ -140,7 +146,9 @@ impl TtlController {
             ..DeleteParams::default()
         };
         let fence = Fence::new(self.shards.clone(), &key.namespace, epoch);
-        let deleted = fence.send_delete(api.delete(&key.name, &dp)).await;
+        let deleted = fence
+            .send_written(lean_writes::delete::<Job>(&self.writes, &key.namespace, &key.name, &dp))
+            .await;
         match deleted {
             Ok(_) => {}
             // Someone else deleted it first: the cleanup is done.
@@ -150,6 +158,15 @@ impl TtlController {
         self.deletion_duration.observe(core::deletion_duration_seconds(delete.expired_at, self.clock.now()));
         Ok(None)
     }
+}
+
+/// `Api::get`, the Job decoded without its `managedFields`, which the decision does not read.
+async fn get_fresh(client: &kube::Client, key: &ObjectKey) -> kube::Result<Job> {
+    let mut request = kube::core::Request::new(Job::url_path(&(), Some(&key.namespace)))
+        .get(&key.name, &GetParams::default())
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("get");
+    client.request::<Lean<Job>>(request).await.map(|Lean(job)| job)
 }
 
 #[derive(Debug, thiserror::Error)]
