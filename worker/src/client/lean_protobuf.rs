@@ -159,6 +159,10 @@ fn pod_spec(message: &[u8]) -> Result<PodSpec, ProtobufError> {
     Ok(spec)
 }
 
+/// The conditions a running pod carries (PodReadyToStartContainers, Initialized, Ready,
+/// ContainersReady, PodScheduled) and one more: room for them at once, rather than 4 then 8.
+const POD_CONDITIONS: usize = 6;
+
 fn pod_status(message: &[u8]) -> Result<PodStatus, ProtobufError> {
     let mut status = PodStatus::default();
     let mut fields = FieldReader::new(message);
@@ -167,7 +171,7 @@ fn pod_status(message: &[u8]) -> Result<PodStatus, ProtobufError> {
             1 => status.phase = Some(string(value, "PodStatus.phase")?),
             2 => status
                 .conditions
-                .get_or_insert_with(Vec::new)
+                .get_or_insert_with(|| Vec::with_capacity(POD_CONDITIONS))
                 .push(pod_condition(value.as_bytes("PodStatus.conditions")?)?),
             8 => status
                 .container_statuses

@@ -40,7 +40,7 @@ pub(super) enum ManageOps {
     Delete(Vec<usize>),
     /// Pods to create and their `job_pods_creation_total` reason.
     Create {
-        pods: Vec<Pod>,
+        pods: Vec<Arc<Pod>>,
         reason: &'static str,
     },
 }
@@ -136,8 +136,9 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
     };
 
     if !view.indexed {
-        let pod = pod_from_template(view.job, None, None);
-        let pods = vec![pod; diff];
+        // A NonIndexed Job's pods are one object: the shell builds its request body once.
+        let pod = Arc::new(pod_from_template(view.job, None, None));
+        let pods = std::iter::repeat_n(pod, diff).collect();
         return ManageDecision {
             action: SyncAction::PodsCreated,
             ops: ManageOps::Create { pods, reason },
@@ -193,7 +194,7 @@ pub(super) fn manage_job(m: &ManageInput<'_>) -> ManageDecision {
         .map(|ix| {
             let counts =
                 per_index.then(|| new_index_failure_counts(view, m.delayed.get(&ix).map(|&p| &m.facts[p])));
-            pod_from_template(view.job, Some(ix), counts)
+            Arc::new(pod_from_template(view.job, Some(ix), counts))
         })
         .collect();
     ManageDecision {

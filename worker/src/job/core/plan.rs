@@ -133,8 +133,9 @@ pub enum PodOps {
 /// (not for `NamespaceTerminating`: upstream leaves that expectation to expire).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreatePlan {
-    /// Complete pod objects (`metadata.generateName` set) to POST to the Job's namespace.
-    pub pods: Vec<Pod>,
+    /// Complete pod objects (`metadata.generateName` set) to POST to the Job's namespace. Equal
+    /// pods (a NonIndexed Job's) share one object, whose request body is built once.
+    pub pods: Vec<Arc<Pod>>,
     /// Slow-start batches over `pods` (1, 2, 4, …). Create a batch in parallel; if any create in it
     /// failed (`Failed`, not `NamespaceTerminating`), report all later pods `Skipped` and stop.
     pub batches: Vec<Range<usize>>,

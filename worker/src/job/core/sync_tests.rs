@@ -2032,6 +2032,35 @@ fn per_index_replacement_carries_counts_and_waits() {
     assert_eq!(run.requeue, Some(Duration::from_secs(15)));
 }
 
+/// The pods manageJob creates (TestControllerSyncJob's "job start" rows: NonIndexed and Indexed,
+/// 2 of 2 to create): a NonIndexed Job's are all the same object, shared so the shell builds its
+/// request body once; an Indexed Job's differ by index, each its own.
+#[test]
+fn a_nonindexed_jobs_pods_are_one_shared_object() {
+    let plan_pods = |job: &Job| {
+        let (no_removals, cfg) = (HashSet::new(), Config::default());
+        let input = SyncInput {
+            job,
+            pods: &[],
+            now: now(),
+            expectations_satisfied: true,
+            expected_removed_finalizers: &no_removals,
+            backoff: None,
+            stall: None,
+            config: &cfg,
+        };
+        let JobPlan::Sync(plan) = sync_job(&input) else { panic!("skipped") };
+        let PodOps::Create(create) = plan.pod_ops else { panic!("expected creations") };
+        create.pods
+    };
+    let pods = plan_pods(&mk_job("foobar", 2, 2, 6).build());
+    assert_eq!(pods.len(), 2);
+    assert!(std::sync::Arc::ptr_eq(&pods[0], &pods[1]), "one object for both creates");
+    let pods = plan_pods(&mk_job("foobar", 2, 2, 6).indexed().build());
+    assert_eq!(pods.len(), 2);
+    assert_ne!(pods[0], pods[1], "each index its own pod");
+}
+
 /// The benchmark shape of issue 3 ("decides a 10k-pod Indexed Job"): 5,000 succeeded indexes with
 /// finalizers, 4,000 running, 1,000 missing. Checks the decision, not the time (pods are indexed once;
 /// nothing is quadratic).
@@ -2250,7 +2279,7 @@ fn jobs_converge_through_repeated_syncs() {
                 PodOps::Create(c) => {
                     let mut out = Vec::new();
                     for p in &c.pods {
-                        let mut p = p.clone();
+                        let mut p = Pod::clone(p);
                         serial += 1;
                         let name = format!("{}{serial}", p.metadata.generate_name.clone().unwrap());
                         p.metadata.name = Some(name.clone());

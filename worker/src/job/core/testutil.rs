@@ -566,7 +566,7 @@ pub fn run_sync_with(job: &Job, pods: &[Pod], o: RunOpts<'_>) -> Run {
                         batch_failed = true;
                         continue;
                     }
-                    run.creates.push(c.pods[k].clone());
+                    run.creates.push(Pod::clone(&c.pods[k]));
                     out[k] = match &err {
                         Some(e) => {
                             batch_failed = true;
