@@ -681,7 +681,7 @@ fn create_failure(e: WriteError) -> CreateOutcome {
 }
 
 /// The request body of `pod`, built once for a run of pods that share one object (a NonIndexed
-/// Job's: serializing each of them again was about a tenth of the worker's request encoding).
+/// Job's) rather than once per pod.
 fn pod_body<'a>(built: &mut Option<(&'a Arc<Pod>, Vec<u8>)>, pod: &'a Arc<Pod>) -> kube::Result<Vec<u8>> {
     if let Some((shared, body)) = built
         && Arc::ptr_eq(shared, pod)
