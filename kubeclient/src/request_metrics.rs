@@ -18,10 +18,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use http_body::{Body, Frame, SizeHint};
-use prometheus::Histogram;
+use prometheus::{Histogram, IntCounter};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
@@ -34,29 +35,70 @@ pub const NO_RESPONSE_CODE: &str = "<error>";
 /// [`ClientMetrics::request_duration`]; outside the limits' layers, so the duration includes
 /// their waits, as client-go's does.
 #[derive(Clone)]
-pub struct RequestMetricsLayer {
-    host: String,
-    metrics: ClientMetrics,
-}
+pub struct RequestMetricsLayer(Arc<Recorder>);
 
 impl RequestMetricsLayer {
     /// Records the requests to `host` (the API server's `host[:port]`, the metrics' label).
     pub fn new(host: &str, metrics: ClientMetrics) -> Self {
-        Self { host: host.to_string(), metrics }
+        Self(Arc::new(Recorder { host: host.to_string(), metrics, series: Series::default() }))
     }
+}
+
+/// What every clone of a layer's service records into, shared: a request clones one `Arc`.
+struct Recorder {
+    host: String,
+    metrics: ClientMetrics,
+    series: Series,
 }
 
 impl<S> Layer<S> for RequestMetricsLayer {
     type Service = RequestMetrics<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        RequestMetrics { inner, host: self.host.clone(), metrics: self.metrics.clone(), waiting_since: None }
+        RequestMetrics { inner, recorder: self.0.clone(), waiting_since: None }
+    }
+}
+
+/// The methods and codes nearly every request has: their series are looked up once, not by
+/// `with_label_values` for each request (which hashes the label values under a lock). Each is
+/// made when first recorded, so no series shows before a request of its kind, as in client-go.
+const METHODS: [http::Method; 5] =
+    [http::Method::GET, http::Method::POST, http::Method::PUT, http::Method::PATCH, http::Method::DELETE];
+const CODES: [u16; 4] = [200, 201, 404, 409];
+
+#[derive(Default)]
+struct Series {
+    durations: [OnceLock<Histogram>; METHODS.len()],
+    counts: [[OnceLock<IntCounter>; CODES.len()]; METHODS.len()],
+}
+
+impl Recorder {
+    fn duration(&self, method: &http::Method) -> Histogram {
+        let labels = || [method.as_str(), &self.host];
+        match METHODS.iter().position(|m| m == method) {
+            Some(m) => self.series.durations[m]
+                .get_or_init(|| self.metrics.request_duration.with_label_values(&labels()))
+                .clone(),
+            None => self.metrics.request_duration.with_label_values(&labels()),
+        }
+    }
+
+    fn count(&self, code: Option<http::StatusCode>, method: &http::Method) {
+        let label = code.as_ref().map_or(NO_RESPONSE_CODE, http::StatusCode::as_str);
+        let labels = || [label, method.as_str(), &self.host];
+        let m = METHODS.iter().position(|m| m == method);
+        let c = code.and_then(|code| CODES.iter().position(|c| *c == code.as_u16()));
+        match (m, c) {
+            (Some(m), Some(c)) => self.series.counts[m][c]
+                .get_or_init(|| self.metrics.requests.with_label_values(&labels()))
+                .inc(),
+            _ => self.metrics.requests.with_label_values(&labels()).inc(),
+        }
     }
 }
 
 pub struct RequestMetrics<S> {
     inner: S,
-    host: String,
-    metrics: ClientMetrics,
+    recorder: Arc<Recorder>,
     /// When the next request started waiting for the client to be ready (its limits).
     waiting_since: Option<Instant>,
 }
@@ -64,12 +106,7 @@ pub struct RequestMetrics<S> {
 impl<S: Clone> Clone for RequestMetrics<S> {
     /// A clone's next request waits on its own.
     fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            host: self.host.clone(),
-            metrics: self.metrics.clone(),
-            waiting_since: None,
-        }
+        Self { inner: self.inner.clone(), recorder: self.recorder.clone(), waiting_since: None }
     }
 }
 
@@ -97,18 +134,13 @@ where
 
     fn call(&mut self, req: http::Request<ReqBody>) -> Self::Future {
         let started = self.waiting_since.take().unwrap_or_else(Instant::now);
-        let method = req.method().as_str().to_string();
-        let duration = (!is_watch(req.uri()))
-            .then(|| self.metrics.request_duration.with_label_values(&[&method, &self.host]));
-        let (metrics, host) = (self.metrics.clone(), self.host.clone());
+        let method = req.method().clone();
+        let duration = (!is_watch(req.uri())).then(|| self.recorder.duration(&method));
+        let recorder = self.recorder.clone();
         let call = self.inner.call(req);
         Box::pin(async move {
             let response = call.await;
-            let code = match &response {
-                Ok(response) => response.status().as_str().to_string(),
-                Err(_) => NO_RESPONSE_CODE.to_string(),
-            };
-            metrics.requests.with_label_values(&[&code, &method, &host]).inc();
+            recorder.count(response.as_ref().ok().map(|r| r.status()), &method);
             let clock = duration.map(|histogram| Clock { histogram, started });
             match response {
                 Ok(response) => Ok(response.map(|inner| TimedBody { inner, clock })),
@@ -194,11 +226,38 @@ mod tests {
         let response = service.clone().oneshot(get).await.unwrap();
         response.into_body().collect().await.unwrap();
 
+        use prometheus::core::Collector;
+        let series = |collector: &dyn Collector| collector.collect()[0].get_metric().len();
+        assert_eq!(series(&metrics.requests), 2, "a series only for what was sent");
+        assert_eq!(series(&metrics.request_duration), 2);
         assert_eq!(metrics.requests.with_label_values(&["201", "POST", "api:6443"]).get(), 1);
         assert_eq!(metrics.requests.with_label_values(&["404", "GET", "api:6443"]).get(), 1);
         let posts = metrics.request_duration.with_label_values(&["POST", "api:6443"]);
         assert_eq!(posts.get_sample_count(), 1);
         assert!((posts.get_sample_sum() - 0.04).abs() < 1e-3, "{}", posts.get_sample_sum());
+    }
+
+    /// Methods and codes beyond the few looked up once are recorded the same, and the series
+    /// looked up once are shared by every clone of the layer's service.
+    #[tokio::test]
+    async fn every_method_and_code_counts_and_clones_share_the_series() {
+        let metrics = ClientMetrics::new();
+        let layer = RequestMetricsLayer::new("api:6443", metrics.clone());
+        let service = layer.layer(tower::service_fn(|req: http::Request<()>| async move {
+            let status = if req.method() == http::Method::HEAD { 503 } else { 200 };
+            Ok::<_, std::io::Error>(respond_with(status))
+        }));
+        for method in [http::Method::HEAD, http::Method::GET, http::Method::GET, http::Method::OPTIONS] {
+            let request = http::Request::builder().method(method).uri("/x").body(()).unwrap();
+            let response = service.clone().oneshot(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+        assert_eq!(metrics.requests.with_label_values(&["503", "HEAD", "api:6443"]).get(), 1);
+        assert_eq!(metrics.requests.with_label_values(&["200", "GET", "api:6443"]).get(), 2);
+        assert_eq!(metrics.requests.with_label_values(&["200", "OPTIONS", "api:6443"]).get(), 1);
+        let durations =
+            |verb| metrics.request_duration.with_label_values(&[verb, "api:6443"]).get_sample_count();
+        assert_eq!((durations("HEAD"), durations("GET"), durations("OPTIONS")), (1, 2, 1));
     }
 
     #[tokio::test]

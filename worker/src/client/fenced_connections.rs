@@ -17,7 +17,8 @@
 //! What this adds to kube-client's stack: HTTP/2, offered in the TLS handshake as client-go
 //! offers it (kube-client offers HTTP/1.1 only), or spoken with prior knowledge when asked
 //! ([`ApiProtocol`]). Every client of the worker is built here, fenced or not (without a lease,
-//! the writes' connections are always open).
+//! the writes' connections are always open). kube-client's retry of 429, 503 and 504 is kept,
+//! its policy's copy of each request made in one step ([`ServerRetry`]).
 //!
 //! What this leaves out of kube-client's stack: its tracing layer (which logs every 5xx at ERROR;
 //! the controllers log their own failures) and gzip (not enabled in this workspace); and the
@@ -35,12 +36,12 @@ use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::{Connect, Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
-use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ConfigExt, DynBody};
 use tower::retry::RetryLayer;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 
+use super::retry_policy::ServerRetry;
 use super::{ApiProtocol, LeaseDeadline, LeaseLapsed};
 
 /// client-go's `ReadIdleTimeout` and `PingTimeout` of its HTTP/2 connections.
@@ -68,7 +69,7 @@ pub(super) fn service(
     let writes = hyper_client(config, GatedConnector { inner: tcp, deadline }, protocol)?;
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
+        .option_layer(config.default_retry.then(|| RetryLayer::new(ServerRetry::new())))
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(BoxError::from)

@@ -105,9 +105,11 @@ fn object_meta(message: &[u8]) -> Result<ObjectMeta, ProtobufError> {
             }
             13 => meta
                 .owner_references
-                .get_or_insert_with(Vec::new)
+                .get_or_insert_with(one_or_more)
                 .push(owner_reference(value.as_bytes("ObjectMeta.ownerReferences")?)?),
-            14 => meta.finalizers.get_or_insert_with(Vec::new).push(string(value, "ObjectMeta.finalizers")?),
+            14 => {
+                meta.finalizers.get_or_insert_with(one_or_more).push(string(value, "ObjectMeta.finalizers")?)
+            }
             _ => {}
         }
     }
@@ -148,6 +150,13 @@ fn owner_reference(message: &[u8]) -> Result<OwnerReference, ProtobufError> {
     Ok(owner)
 }
 
+/// Room for one: a Job's pod has one owner, one finalizer and, most often, one container. A
+/// list grown from empty has room for four, and the store gives back what it does not fill
+/// ([`crate::informer::trim`]), which for one element of four is a copy into a new block.
+fn one_or_more<T>() -> Vec<T> {
+    Vec::with_capacity(1)
+}
+
 fn pod_spec(message: &[u8]) -> Result<PodSpec, ProtobufError> {
     let mut spec = PodSpec::default();
     let mut fields = FieldReader::new(message);
@@ -175,11 +184,11 @@ fn pod_status(message: &[u8]) -> Result<PodStatus, ProtobufError> {
                 .push(pod_condition(value.as_bytes("PodStatus.conditions")?)?),
             8 => status
                 .container_statuses
-                .get_or_insert_with(Vec::new)
+                .get_or_insert_with(one_or_more)
                 .push(container_status(value.as_bytes("PodStatus.containerStatuses")?)?),
             10 => status
                 .init_container_statuses
-                .get_or_insert_with(Vec::new)
+                .get_or_insert_with(one_or_more)
                 .push(container_status(value.as_bytes("PodStatus.initContainerStatuses")?)?),
             _ => {}
         }

@@ -4,6 +4,10 @@
 //! only the name and the resourceVersion written (the fence's barrier); the CronJob controller
 //! keeps the Jobs it creates and the CronJobs it writes, so those come back as the store keeps
 //! them, `managedFields` never built ([`Lean`]).
+//!
+//! kube's `Api` methods also tag each request with its verb (an extension) for kube-client's
+//! tracing layer, which the worker's stack leaves out (`client/fenced_connections.rs`): nothing
+//! would read it, and each tag is a map allocated, then copied for a retry, per write.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
@@ -110,8 +114,7 @@ where
     K: Resource<DynamicType = ()>,
     A: DeserializeOwned,
 {
-    let mut req = request::<K>(namespace).create(pp, body).map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("create");
+    let req = request::<K>(namespace).create(pp, body).map_err(kube::Error::BuildRequest)?;
     client.request::<A>(req).await
 }
 
@@ -143,8 +146,7 @@ where
     P: Serialize + std::fmt::Debug,
     A: DeserializeOwned,
 {
-    let mut req = request::<K>(namespace).patch(name, pp, patch).map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("patch");
+    let req = request::<K>(namespace).patch(name, pp, patch).map_err(kube::Error::BuildRequest)?;
     client.request::<A>(req).await
 }
 
@@ -159,8 +161,7 @@ pub async fn delete<K>(
 where
     K: Resource<DynamicType = ()>,
 {
-    let mut req = request::<K>(namespace).delete(name, dp).map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("delete");
+    let req = request::<K>(namespace).delete(name, dp).map_err(kube::Error::BuildRequest)?;
     client.request::<Written>(req).await
 }
 
@@ -174,8 +175,7 @@ pub async fn create_whole<K>(
 where
     K: Cached + Serialize,
 {
-    let mut req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("create");
+    let req = request::<K>(namespace).create(pp, body(data)?).map_err(kube::Error::BuildRequest)?;
     client.request::<Lean<K>>(req).await.map(|Lean(k)| k)
 }
 
@@ -190,10 +190,9 @@ pub async fn replace_status_whole<K>(
 where
     K: Cached + Serialize,
 {
-    let mut req = request::<K>(namespace)
+    let req = request::<K>(namespace)
         .replace_subresource("status", name, pp, body(data)?)
         .map_err(kube::Error::BuildRequest)?;
-    req.extensions_mut().insert("replace_status");
     client.request::<Lean<K>>(req).await.map(|Lean(k)| k)
 }
 

@@ -11,6 +11,7 @@ pub mod lean_writes;
 mod lease_gate;
 #[cfg(test)]
 mod protocol_tests;
+mod retry_policy;
 #[cfg(test)]
 mod test_server;
 
