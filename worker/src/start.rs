@@ -332,6 +332,11 @@ pub async fn start_on_shards_with(
     filtering: Option<ShardFiltering>,
 ) -> Result<Worker, StartError> {
     let Clients { controllers: client, informers: informers_client, own_budgets } = clients;
+    // kube-controller-manager's --kube-api-content-type holds for its writes' answers too.
+    let protobuf_answers = opts.content_type == ContentType::Protobuf;
+    let client = client.with_protobuf_answers(protobuf_answers);
+    let own_budgets: BTreeMap<_, _> =
+        own_budgets.into_iter().map(|(name, c)| (name, c.with_protobuf_answers(protobuf_answers))).collect();
     let client_of = |controller: &str| own_budgets.get(controller).unwrap_or(&client).clone();
     if shards.space().count() != opts.shards {
         return Err(StartError::Shards(crate::shards::BadShardCount(shards.space().count())));

@@ -50,9 +50,10 @@ struct Args {
     /// come, first served, as client-go's).
     #[arg(long, env = "FLEET_KUBE_API_ORDER", value_enum, default_value = "fair")]
     kube_api_order: ApiOrder,
-    /// What the watches ask the API server to answer in, as kube-controller-manager's
-    /// --kube-api-content-type: `application/vnd.kubernetes.protobuf` (pods are read in
-    /// protobuf, JSON accepted when the server has no protobuf) or `application/json`.
+    /// What the watches and the writes ask the API server to answer in, as
+    /// kube-controller-manager's --kube-api-content-type: `application/vnd.kubernetes.protobuf`
+    /// (pods are read in protobuf, and so are the answers to pod and Event writes and to deletes;
+    /// JSON accepted when the server has no protobuf) or `application/json`.
     #[arg(long, env = "FLEET_KUBE_API_CONTENT_TYPE", default_value = ContentType::PROTOBUF, value_parser = ContentType::parse)]
     kube_api_content_type: ContentType,
     /// The HTTP version of the controllers' requests to the API server: `auto` (HTTP/2 where the

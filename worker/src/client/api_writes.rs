@@ -8,26 +8,46 @@
 //!
 //! A write's errors are kube's, as `kube::Client::request` makes them: an answer of 4xx or 5xx
 //! is `Error::Api` with the `Status` the server sent (or one made from its text), so upstream's
-//! branches (`api_errors`) read them the same.
+//! branches (`api_errors`) read them the same, whether the `Status` came in JSON or in protobuf.
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use kube::client::{Body, DynBody};
-use serde::de::DeserializeOwned;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceExt};
 
 use super::fenced_connections::ApiService;
+use super::lean_writes::Answer;
+use super::protobuf_answers;
+
+/// What a write asks for when its answer has a protobuf decode: client-go's order for a protobuf
+/// client, protobuf first, JSON accepted.
+const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// A handle on a client's stack for writes: cheap to clone, each clone calling the stack itself.
 #[derive(Clone)]
 pub struct ApiWrites {
     service: ApiService,
+    protobuf_answers: bool,
+}
+
+/// An answer's body, and whether it came in protobuf.
+struct Answered {
+    body: Bytes,
+    protobuf: bool,
 }
 
 impl ApiWrites {
     pub(super) fn new(service: ApiService) -> Self {
-        Self { service }
+        Self { service, protobuf_answers: false }
+    }
+
+    /// Asks for the answers that have a protobuf decode ([`Answer::PROTOBUF`]) in protobuf, as
+    /// `--kube-api-content-type` of `application/vnd.kubernetes.protobuf` asks of
+    /// kube-controller-manager's client; JSON otherwise (the default).
+    pub fn with_protobuf_answers(self, protobuf_answers: bool) -> Self {
+        Self { protobuf_answers, ..self }
     }
 
     /// Writes through `client`, queue and all: for a client built elsewhere (tests, kube's
@@ -40,20 +60,36 @@ impl ApiWrites {
                 Ok::<_, BoxError>(response.map(|body| Box::new(body.map_err(BoxError::from)) as Box<DynBody>))
             }
         });
-        Self { service: BoxCloneSyncService::new(service) }
+        Self { service: BoxCloneSyncService::new(service), protobuf_answers: false }
     }
 
     /// Sends `request` and decodes its answer as `A`: `kube::Client::request`.
-    pub async fn request<A: DeserializeOwned>(&self, request: http::Request<Vec<u8>>) -> kube::Result<A> {
-        let body = self.send(request).await?;
-        serde_json::from_slice(&body).map_err(|e| {
-            tracing::warn!("{}, {e:?}", String::from_utf8_lossy(&body));
-            kube::Error::SerdeError(e)
-        })
+    pub async fn request<A: Answer>(&self, request: http::Request<Vec<u8>>) -> kube::Result<A> {
+        self.answer(request).await.map(|(answer, _)| answer)
+    }
+
+    /// [`ApiWrites::request`], and whether the answer came in protobuf.
+    async fn answer<A: Answer>(&self, mut request: http::Request<Vec<u8>>) -> kube::Result<(A, bool)> {
+        if self.protobuf_answers && A::PROTOBUF.is_some() {
+            request
+                .headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(ACCEPT_PROTOBUF));
+        }
+        let Answered { body, protobuf } = self.send(request).await?;
+        match A::PROTOBUF.filter(|_| protobuf) {
+            Some(decode) => decode(&body).map(|a| (a, true)).map_err(|e| {
+                tracing::warn!(error = %e, bytes = body.len(), "a write's protobuf answer could not be read");
+                kube::Error::Service(Box::new(e))
+            }),
+            None => serde_json::from_slice(&body).map(|a| (a, false)).map_err(|e| {
+                tracing::warn!("{}, {e:?}", String::from_utf8_lossy(&body));
+                kube::Error::SerdeError(e)
+            }),
+        }
     }
 
     /// Sends `request` and reads its answer, an API error if the server refused it.
-    async fn send(&self, request: http::Request<Vec<u8>>) -> kube::Result<Bytes> {
+    async fn send(&self, request: http::Request<Vec<u8>>) -> kube::Result<Answered> {
         let mut service = self.service.clone();
         let response = service
             .ready()
@@ -63,11 +99,15 @@ impl ApiWrites {
             .await
             .map_err(sent_error)?;
         let status = response.status();
+        let protobuf = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(PROTOBUF.as_bytes()));
         let body = response.into_body().collect().await.map_err(kube::Error::Service)?.to_bytes();
         if status.is_client_error() || status.is_server_error() {
-            return Err(refused(status, body));
+            return Err(if protobuf { refused_in_protobuf(status, &body) } else { refused(status, body) });
         }
-        Ok(body)
+        Ok(Answered { body, protobuf })
     }
 }
 
@@ -79,6 +119,27 @@ fn sent_error(error: BoxError) -> kube::Error {
         .map(|e| *e)
         .or_else(|e| e.downcast::<hyper::Error>().map(|e| kube::Error::HyperError(*e)))
         .unwrap_or_else(kube::Error::Service)
+}
+
+/// A refusal whose `Status` came in protobuf; one that cannot be read carries the code alone.
+fn refused_in_protobuf(status: http::StatusCode, body: &[u8]) -> kube::Error {
+    match protobuf_answers::status(body) {
+        Ok(s) => {
+            tracing::debug!("Unsuccessful: {s:?}");
+            kube::Error::Api(s.boxed())
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "Unsuccessful, its protobuf Status unreadable");
+            kube::Error::Api(
+                kube::core::Status::failure(
+                    &format!("an unreadable protobuf Status: {e}"),
+                    "Failed to parse error data",
+                )
+                .with_code(status.as_u16())
+                .boxed(),
+            )
+        }
+    }
 }
 
 /// A refusal as kube-client reads one: the `Status` the server sent, or, for an answer that is
@@ -196,14 +257,10 @@ mod tests {
         assert_eq!(direct, kube);
     }
 
-    /// Against the sim: a pod's create, patch and delete sent on the worker's stack read the
-    /// resourceVersion each wrote (the one a read then finds), and a refusal is classified as
-    /// upstream branches on it.
-    #[tokio::test]
-    async fn pod_writes_against_the_sim_read_what_they_wrote() {
+    /// A sim with no nodes and no kubelet (nothing but a test's writes changes its pods), and a
+    /// client on the worker's stack.
+    async fn sim_and_client() -> (batchfleet_sim::SimCluster, crate::client::ApiClient) {
         use batchfleet_sim::{SimCluster, SimConfig};
-        use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-        // No nodes and no kubelet: nothing but these writes changes the pod.
         let sim = SimCluster::start(SimConfig { nodes: 0, kubelet: false, ..SimConfig::default() })
             .await
             .expect("sim");
@@ -211,10 +268,25 @@ mod tests {
         let client =
             ordered_clients(config, ClientLimits::UNLIMITED, None, &TokenOrder::Arrival, ApiProtocol::Http1)
                 .unwrap();
-        let (pods, writes): (Api<Pod>, _) = (Api::namespaced(client.kube.clone(), "default"), client.writes);
-        let pod: Pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "p-1",
+        (sim, client)
+    }
+
+    /// A pod named p-1 with the Job controller's tracking finalizer.
+    fn tracked_pod() -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "p-1",
             "finalizers": ["batch.kubernetes.io/job-tracking"]}, "spec": {"containers": [{"name": "c", "image": "i"}]}}))
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Against the sim: a pod's create, patch and delete sent on the worker's stack read the
+    /// resourceVersion each wrote (the one a read then finds), and a refusal is classified as
+    /// upstream branches on it.
+    #[tokio::test]
+    async fn pod_writes_against_the_sim_read_what_they_wrote() {
+        use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+        let (_sim, client) = sim_and_client().await;
+        let (pods, writes): (Api<Pod>, _) = (Api::namespaced(client.kube.clone(), "default"), client.writes);
+        let pod = tracked_pod();
         let rv_now = || async { pods.get("p-1").await.unwrap().metadata.resource_version };
         let created = lean_writes::create(&writes, "default", &PostParams::default(), &pod).await.unwrap();
         assert_eq!(created.resource_version().map(str::to_string), rv_now().await);
@@ -232,5 +304,101 @@ mod tests {
         assert!(crate::api_errors::is_already_exists(&again), "{again:?}");
         let missing = lean_writes::delete::<Pod>(&writes, "default", "none", &DeleteParams::default()).await;
         assert!(crate::api_errors::is_not_found(&missing.unwrap_err()));
+    }
+
+    /// Against the sim, the writes the controllers send read the same answered in protobuf as in
+    /// JSON: a pod's create, patch and delete (the resourceVersion each wrote), an Event's create
+    /// and patch (what the correlator keeps), and the refusals upstream branches on, down to each
+    /// `Status`'s details and causes. The protobuf client's answers did come in protobuf.
+    #[tokio::test]
+    async fn writes_answered_in_protobuf_read_as_in_json_against_the_sim() {
+        use k8s_openapi::api::core::v1::{Event, Namespace};
+        use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+        let (_sim, client) = sim_and_client().await;
+        let pod = tracked_pod();
+        let invalid: Pod = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}),
+        )
+        .unwrap();
+        let event: Event = serde_json::from_value(serde_json::json!({"metadata": {"name": "p-1.187c9a"},
+            "involvedObject": {"kind": "Pod", "name": "p-1", "apiVersion": "v1"}, "reason": "Created",
+            "message": "m", "count": 1, "firstTimestamp": "2026-12-01T05:00:00Z", "type": "Normal"}))
+        .unwrap();
+        let mut transcripts = Vec::new();
+        for protobuf in [false, true] {
+            let namespace = if protobuf { "protobuf" } else { "json" };
+            let namespace_object: Namespace =
+                serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).unwrap();
+            Api::<Namespace>::all(client.kube.clone())
+                .create(&PostParams::default(), &namespace_object)
+                .await
+                .unwrap();
+            let writes = client.writes.clone().with_protobuf_answers(protobuf);
+            let pods: Api<Pod> = Api::namespaced(client.kube.clone(), namespace);
+            let rv_now = || async { pods.get("p-1").await.unwrap().metadata.resource_version };
+            let mut transcript = Vec::new();
+            let req = kube::core::Request::new(<Pod as kube::Resource>::url_path(&(), Some(namespace)))
+                .create(&PostParams::default(), lean_writes::body(&pod).unwrap())
+                .unwrap();
+            let (created, answered_in_protobuf) = writes.answer::<Written>(req).await.unwrap();
+            assert_eq!(answered_in_protobuf, protobuf);
+            transcript.push(format!(
+                "{:?} {:?}",
+                created.metadata.name,
+                created.resource_version() == rv_now().await.as_deref()
+            ));
+            let label = Patch::Merge(serde_json::json!({"metadata": {"labels": {"a": "b"}}}));
+            let patched =
+                lean_writes::patch::<Pod, _>(&writes, namespace, "p-1", &PatchParams::default(), &label)
+                    .await
+                    .unwrap();
+            transcript.push(format!(
+                "{:?} {:?}",
+                patched.metadata.name,
+                patched.resource_version() == rv_now().await.as_deref()
+            ));
+            let deleted = lean_writes::delete::<Pod>(&writes, namespace, "p-1", &DeleteParams::default())
+                .await
+                .unwrap();
+            transcript.push(format!(
+                "{} {:?}",
+                deleted.is_status(),
+                deleted.resource_version() == rv_now().await.as_deref()
+            ));
+            let refusals = [
+                lean_writes::create(&writes, namespace, &PostParams::default(), &pod).await,
+                lean_writes::create(&writes, namespace, &PostParams::default(), &invalid).await,
+                lean_writes::delete::<Pod>(&writes, namespace, "none", &DeleteParams::default()).await,
+                lean_writes::patch::<Pod, _>(&writes, namespace, "none", &PatchParams::default(), &label)
+                    .await,
+            ];
+            transcript.extend(refusals.into_iter().map(|r| format!("{r:?}")));
+            let written: lean_writes::WrittenEvent =
+                lean_writes::create_answered(&writes, namespace, &PostParams::default(), &event)
+                    .await
+                    .unwrap();
+            let count =
+                Patch::Merge(serde_json::json!({"count": 2, "lastTimestamp": "2026-12-01T05:00:09Z"}));
+            let patched: lean_writes::WrittenEvent = lean_writes::patch_answered::<Event, _, _>(
+                &writes,
+                namespace,
+                "p-1.187c9a",
+                &PatchParams::default(),
+                &count,
+            )
+            .await
+            .unwrap();
+            let stored =
+                Api::<Event>::namespaced(client.kube.clone(), namespace).get("p-1.187c9a").await.unwrap();
+            assert_eq!(patched.metadata.resource_version, stored.metadata.resource_version);
+            for e in [written, patched] {
+                transcript.push(format!("{:?} {:?} {:?}", e.metadata.name, e.count, e.first_timestamp));
+            }
+            transcripts.push(transcript);
+        }
+        assert!(
+            transcripts[0][3].contains("AlreadyExists") && transcripts[0][4].contains("causes: [StatusCause")
+        );
+        assert_eq!(transcripts[1], transcripts[0]);
     }
 }

@@ -56,8 +56,13 @@ fn boolean(value: WireValue<'_>, field: &str) -> Result<bool, ProtobufError> {
     value.as_varint(field).map(|v| v != 0)
 }
 
-/// A `metav1.Time`: seconds and nanoseconds since the epoch.
-fn time(message: &[u8], field: &str) -> Result<Time, ProtobufError> {
+/// A `metav1.Time`: seconds and nanoseconds since the epoch. gogo writes a Go struct's `Time`
+/// even when it is zero, as an empty message (`Time.Marshal`), which apimachinery reads back as
+/// the zero time and JSON writes as `null`: absent.
+pub(super) fn time(message: &[u8], field: &str) -> Result<Option<Time>, ProtobufError> {
+    if message.is_empty() {
+        return Ok(None);
+    }
     let (mut seconds, mut nanos) = (0i64, 0i32);
     let mut fields = FieldReader::new(message);
     while let Some((number, value)) = fields.next_field()? {
@@ -67,7 +72,9 @@ fn time(message: &[u8], field: &str) -> Result<Time, ProtobufError> {
             _ => {}
         }
     }
-    jiff::Timestamp::new(seconds, nanos).map(Time).map_err(|_| ProtobufError::OutOfRange(field.to_string()))
+    jiff::Timestamp::new(seconds, nanos)
+        .map(|t| Some(Time(t)))
+        .map_err(|_| ProtobufError::OutOfRange(field.to_string()))
 }
 
 fn object_meta(message: &[u8]) -> Result<ObjectMeta, ProtobufError> {
@@ -81,16 +88,12 @@ fn object_meta(message: &[u8]) -> Result<ObjectMeta, ProtobufError> {
             5 => meta.uid = Some(string(value, "ObjectMeta.uid")?),
             6 => meta.resource_version = Some(string(value, "ObjectMeta.resourceVersion")?),
             8 => {
-                meta.creation_timestamp = Some(time(
-                    value.as_bytes("ObjectMeta.creationTimestamp")?,
-                    "ObjectMeta.creationTimestamp",
-                )?)
+                meta.creation_timestamp =
+                    time(value.as_bytes("ObjectMeta.creationTimestamp")?, "ObjectMeta.creationTimestamp")?
             }
             9 => {
-                meta.deletion_timestamp = Some(time(
-                    value.as_bytes("ObjectMeta.deletionTimestamp")?,
-                    "ObjectMeta.deletionTimestamp",
-                )?)
+                meta.deletion_timestamp =
+                    time(value.as_bytes("ObjectMeta.deletionTimestamp")?, "ObjectMeta.deletionTimestamp")?
             }
             10 => {
                 meta.deletion_grace_period_seconds =
@@ -204,10 +207,10 @@ fn pod_condition(message: &[u8]) -> Result<PodCondition, ProtobufError> {
             1 => condition.type_ = string(value, "PodCondition.type")?,
             2 => condition.status = string(value, "PodCondition.status")?,
             4 => {
-                condition.last_transition_time = Some(time(
+                condition.last_transition_time = time(
                     value.as_bytes("PodCondition.lastTransitionTime")?,
                     "PodCondition.lastTransitionTime",
-                )?)
+                )?
             }
             _ => {}
         }
@@ -263,10 +266,8 @@ fn running(message: &[u8]) -> Result<ContainerStateRunning, ProtobufError> {
     let mut fields = FieldReader::new(message);
     while let Some((number, value)) = fields.next_field()? {
         if number == 1 {
-            running.started_at = Some(time(
-                value.as_bytes("ContainerStateRunning.startedAt")?,
-                "ContainerStateRunning.startedAt",
-            )?);
+            running.started_at =
+                time(value.as_bytes("ContainerStateRunning.startedAt")?, "ContainerStateRunning.startedAt")?;
         }
     }
     Ok(running)
@@ -279,10 +280,10 @@ fn terminated(message: &[u8]) -> Result<ContainerStateTerminated, ProtobufError>
         match number {
             1 => terminated.exit_code = int32(value, "ContainerStateTerminated.exitCode")?,
             6 => {
-                terminated.finished_at = Some(time(
+                terminated.finished_at = time(
                     value.as_bytes("ContainerStateTerminated.finishedAt")?,
                     "ContainerStateTerminated.finishedAt",
-                )?)
+                )?
             }
             _ => {}
         }
@@ -337,6 +338,32 @@ mod tests {
             corrupted[at] ^= 0xff;
             let _ = pod(&corrupted);
         }
+    }
+
+    /// kube-apiserver writes a zero `metav1.Time` held in a struct (a terminated container's
+    /// `finishedAt` before it is known) as an empty message; JSON writes it as `null`.
+    #[test]
+    fn a_zero_time_reads_as_absent_as_in_json() {
+        use batchfleet_kube_wire::wire::Writer;
+        let mut terminated = Writer::default();
+        terminated.varint_field(1, 1);
+        terminated.bytes(6, b"");
+        let mut state = Writer::default();
+        state.bytes(3, &terminated.into_bytes());
+        let mut container = Writer::default();
+        container.bytes(2, &state.into_bytes());
+        let mut status = Writer::default();
+        status.bytes(8, &container.into_bytes());
+        let mut meta = Writer::default();
+        meta.bytes(8, b"");
+        let mut message = Writer::default();
+        message.bytes(1, &meta.into_bytes());
+        message.bytes(3, &status.into_bytes());
+        let pod = pod(&message.into_bytes()).expect("a pod");
+        assert_eq!(pod.metadata.creation_timestamp, None);
+        let statuses = pod.status.and_then(|s| s.container_statuses).expect("a container status");
+        let terminated = statuses[0].state.as_ref().and_then(|s| s.terminated.as_ref()).expect("terminated");
+        assert_eq!((terminated.exit_code, terminated.finished_at.as_ref()), (1, None));
     }
 
     #[test]

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiWrites;
 use super::lean_decode::Lean;
+use super::protobuf_answers;
 use crate::informer::Cached;
+use batchfleet_kube_wire::ProtobufError;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 /// What a write's answer is read for: whether it is a `Status` (a delete that removed the object
@@ -25,7 +27,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 #[derive(Debug, Default, Deserialize)]
 pub struct Written {
     #[serde(default)]
-    kind: Option<String>,
+    pub(super) kind: Option<String>,
     #[serde(default)]
     pub metadata: WrittenMeta,
 }
@@ -63,6 +65,27 @@ pub struct WrittenEvent {
     pub first_timestamp: Option<Time>,
 }
 
+/// A write's answer as the worker reads it: from JSON, and from protobuf where it has a decode
+/// of its own (`client/protobuf_answers.rs`); the writes then ask for protobuf, as
+/// kube-controller-manager's client does, and read whichever the server sent.
+pub trait Answer: DeserializeOwned {
+    const PROTOBUF: Option<ProtobufAnswer<Self>> = None;
+}
+
+/// Decodes an answer from its protobuf envelope.
+pub type ProtobufAnswer<A> = fn(&[u8]) -> Result<A, ProtobufError>;
+
+impl Answer for Written {
+    const PROTOBUF: Option<ProtobufAnswer<Self>> = Some(protobuf_answers::written);
+}
+
+impl Answer for WrittenEvent {
+    const PROTOBUF: Option<ProtobufAnswer<Self>> = Some(protobuf_answers::written_event);
+}
+
+/// A Job or CronJob kept whole: JSON only (the worker has no protobuf decode of them).
+impl<K: Cached> Answer for Lean<K> {}
+
 fn request<K: Resource<DynamicType = ()>>(namespace: &str) -> Request {
     Request::new(K::url_path(&(), Some(namespace)))
 }
@@ -97,7 +120,7 @@ pub async fn create_answered<K, A>(
 ) -> kube::Result<A>
 where
     K: Resource<DynamicType = ()> + Serialize,
-    A: DeserializeOwned,
+    A: Answer,
 {
     create_built::<K, A>(client, namespace, pp, body(data)?).await
 }
@@ -112,7 +135,7 @@ pub async fn create_built<K, A>(
 ) -> kube::Result<A>
 where
     K: Resource<DynamicType = ()>,
-    A: DeserializeOwned,
+    A: Answer,
 {
     let req = request::<K>(namespace).create(pp, body).map_err(kube::Error::BuildRequest)?;
     client.request::<A>(req).await
@@ -144,7 +167,7 @@ pub async fn patch_answered<K, P, A>(
 where
     K: Resource<DynamicType = ()>,
     P: Serialize + std::fmt::Debug,
-    A: DeserializeOwned,
+    A: Answer,
 {
     let req = request::<K>(namespace).patch(name, pp, patch).map_err(kube::Error::BuildRequest)?;
     client.request::<A>(req).await

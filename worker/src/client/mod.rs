@@ -9,6 +9,7 @@ pub mod lean_identity;
 pub mod lean_protobuf;
 pub mod lean_writes;
 mod lease_gate;
+pub mod protobuf_answers;
 #[cfg(test)]
 mod protocol_tests;
 mod retry_policy;
@@ -34,6 +35,14 @@ pub fn user_agent(worker_id: &str) -> String {
 pub struct ApiClient {
     pub kube: kube::Client,
     pub writes: ApiWrites,
+}
+
+impl ApiClient {
+    /// The same client, its writes asking for protobuf answers or not
+    /// ([`ApiWrites::with_protobuf_answers`]).
+    pub fn with_protobuf_answers(self, protobuf_answers: bool) -> Self {
+        Self { writes: self.writes.with_protobuf_answers(protobuf_answers), ..self }
+    }
 }
 
 impl From<kube::Client> for ApiClient {

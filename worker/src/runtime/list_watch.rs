@@ -113,7 +113,7 @@ async fn send(
     let protobuf = is_protobuf(&response);
     let body = response.into_body().collect().await?.to_bytes();
     let message = if protobuf {
-        protobuf_status(&body).map(|s| s.message).unwrap_or_default()
+        crate::client::protobuf_answers::status(&body).map(|s| s.message).unwrap_or_default()
     } else {
         serde_json::from_slice::<Status>(&body)
             .map(|s| s.message)
@@ -167,22 +167,6 @@ fn protobuf_list<K>(body: &[u8], decode: ProtobufDecode<K>) -> Result<Page<K>, P
         }
     }
     Ok(page)
-}
-
-/// A `metav1.Status` in its envelope: status 2, message 3, reason 4, code 6.
-fn protobuf_status(body: &[u8]) -> Result<Status, ProtobufError> {
-    let unknown = envelope::decode(body)?;
-    let mut status = Status::default();
-    let mut fields = FieldReader::new(unknown.raw);
-    while let Some((number, value)) = fields.next_field()? {
-        match number {
-            3 => status.message = value.as_string("Status.message")?,
-            4 => status.reason = value.as_string("Status.reason")?,
-            6 => status.code = u16::try_from(value.as_varint("Status.code")?).unwrap_or(0),
-            _ => {}
-        }
-    }
-    Ok(status)
 }
 
 /// An open WATCH, read event by event.
@@ -361,7 +345,7 @@ fn protobuf_event<K: Cached>(
         }
     }
     if kind == b"ERROR" {
-        return Ok(WatchEvent::Error(Box::new(protobuf_status(object)?)));
+        return Ok(WatchEvent::Error(Box::new(crate::client::protobuf_answers::status(object)?)));
     }
     let unknown = envelope::decode(object)?;
     let obj = decode(unknown.raw)?;
