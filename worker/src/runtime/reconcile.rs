@@ -49,14 +49,14 @@ pub async fn run<F, Fut>(
                     queue.done(&key);
                     continue;
                 };
-                // Every line the sync logs says which sync it belongs to.
-                let span = tracing::info_span!(
-                    "reconcile",
-                    controller = name,
-                    key = %key,
-                    shard = shards.shard_of(&key.namespace),
-                    epoch
-                );
+                // At debug level every line the sync logs says which sync it belongs to. The span
+                // is a debug span because, enabled, tracing-subscriber's fmt layer formats its
+                // fields into a string and files it in the span's extensions for every sync,
+                // logged in or not: about 1.5% of a worker's CPU at `loadtest run million`'s mix
+                // (docs/benchmarks.md, cut 20). The lines a sync logs at info and above name
+                // their object themselves.
+                let shard = shards.shard_of(&key.namespace);
+                let span = tracing::debug_span!("reconcile", controller = name, key = %key, shard, epoch);
                 let started = std::time::Instant::now();
                 let verdict = sync(key.clone(), epoch).instrument(span.clone()).await;
                 span.in_scope(|| {
@@ -68,7 +68,7 @@ pub async fn run<F, Fut>(
                             queue.add_after(key.clone(), after);
                         }
                         Verdict::Retry(error) => {
-                            tracing::info!(queue = name, key = %key, %error, "sync failed; retrying with back-off");
+                            tracing::info!(queue = name, key = %key, shard, epoch, %error, "sync failed; retrying with back-off");
                             queue.add_rate_limited(key.clone());
                         }
                     }
