@@ -20,11 +20,6 @@ use super::fenced_connections::ApiService;
 use super::lean_writes::Answer;
 use super::protobuf_answers;
 
-/// What a write asks for when its answer has a protobuf decode: client-go's order for a protobuf
-/// client, protobuf first, JSON accepted.
-const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
-
 /// A handle on a client's stack for writes: cheap to clone, each clone calling the stack itself.
 #[derive(Clone)]
 pub struct ApiWrites {
@@ -71,9 +66,10 @@ impl ApiWrites {
     /// [`ApiWrites::request`], and whether the answer came in protobuf.
     async fn answer<A: Answer>(&self, mut request: http::Request<Vec<u8>>) -> kube::Result<(A, bool)> {
         if self.protobuf_answers && A::PROTOBUF.is_some() {
-            request
-                .headers_mut()
-                .insert(http::header::ACCEPT, http::HeaderValue::from_static(ACCEPT_PROTOBUF));
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(protobuf_answers::ACCEPT_PROTOBUF),
+            );
         }
         let Answered { body, protobuf } = self.send(request).await?;
         match A::PROTOBUF.filter(|_| protobuf) {
@@ -99,10 +95,7 @@ impl ApiWrites {
             .await
             .map_err(sent_error)?;
         let status = response.status();
-        let protobuf = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(PROTOBUF.as_bytes()));
+        let protobuf = protobuf_answers::is_protobuf(response.headers());
         let body = response.into_body().collect().await.map_err(kube::Error::Service)?.to_bytes();
         if status.is_client_error() || status.is_server_error() {
             return Err(if protobuf { refused_in_protobuf(status, &body) } else { refused(status, body) });

@@ -19,6 +19,17 @@ use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
 use super::lean_protobuf::time;
 use super::lean_writes::{Written, WrittenEvent, WrittenMeta};
 
+/// What a request asks for when its answer has a protobuf decode: client-go's order for a
+/// protobuf client, protobuf first, JSON accepted.
+pub const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// Whether an answer came in protobuf, by its `Content-Type`: anything else is read as JSON.
+pub fn is_protobuf(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/vnd.kubernetes.protobuf"))
+}
+
 /// What [`Written`] reads of an answer in its envelope: its kind, and the name and
 /// resourceVersion of the object written (a `Status`'s list metadata has no name).
 pub fn written(body: &[u8]) -> Result<Written, ProtobufError> {

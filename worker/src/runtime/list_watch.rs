@@ -24,6 +24,7 @@ use kube::core::{ObjectList, Status, TypeMeta};
 
 use crate::client::lean_decode::Lean;
 use crate::client::lean_identity::{ObjectIdentity, watched_identity};
+use crate::client::protobuf_answers;
 use crate::informer::Cached;
 use crate::informer::trim::ProtobufDecode;
 
@@ -83,21 +84,15 @@ fn with_accept<K: Cached>(
     content_type: ContentType,
 ) -> http::Request<Vec<u8>> {
     if asks_protobuf::<K>(content_type) {
-        // client-go's order for a protobuf client: protobuf first, JSON accepted.
-        request.headers_mut().insert(
-            http::header::ACCEPT,
-            http::HeaderValue::from_static("application/vnd.kubernetes.protobuf, application/json"),
-        );
+        request
+            .headers_mut()
+            .insert(http::header::ACCEPT, http::HeaderValue::from_static(protobuf_answers::ACCEPT_PROTOBUF));
     }
     request
 }
 
 fn is_protobuf(response: &http::Response<Body>) -> bool {
-    response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(ContentType::PROTOBUF))
+    protobuf_answers::is_protobuf(response.headers())
 }
 
 /// Sends `request`; an answer other than 2xx is an error carrying its Status.
@@ -113,7 +108,7 @@ async fn send(
     let protobuf = is_protobuf(&response);
     let body = response.into_body().collect().await?.to_bytes();
     let message = if protobuf {
-        crate::client::protobuf_answers::status(&body).map(|s| s.message).unwrap_or_default()
+        protobuf_answers::status(&body).map(|s| s.message).unwrap_or_default()
     } else {
         serde_json::from_slice::<Status>(&body)
             .map(|s| s.message)
@@ -345,7 +340,7 @@ fn protobuf_event<K: Cached>(
         }
     }
     if kind == b"ERROR" {
-        return Ok(WatchEvent::Error(Box::new(crate::client::protobuf_answers::status(object)?)));
+        return Ok(WatchEvent::Error(Box::new(protobuf_answers::status(object)?)));
     }
     let unknown = envelope::decode(object)?;
     let obj = decode(unknown.raw)?;
